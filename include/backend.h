@@ -1,0 +1,61 @@
+/* The I/O back-end interface.  Two implementations, chosen at start-up:
+ * backend-uring.c (io_uring) and backend-plain.c (pread/pwrite).  The rest
+ * of the program does file I/O only through this interface. */
+#ifndef BACKEND_H
+#define BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "options.h"
+
+enum io_opcode { IO_READ, IO_WRITE, IO_FSYNC };
+
+struct io_op {
+	enum io_opcode opcode;
+	int fd;
+	uint64_t offset;
+	void *buf;      /* IO_READ: destination; IO_WRITE: source */
+	size_t len;
+	ssize_t result; /* bytes moved, or -errno */
+	void *owner;    /* the submitter's, untouched by the back end */
+	struct io_op *next; /* back-end private */
+};
+
+struct io_backend {
+	const char *name;
+	/* Set up for up to depth operations in flight: 0 or -errno. */
+	int (*init)(unsigned depth);
+	/* Queue one operation: 0, or -EBUSY when depth ops are in flight. */
+	int (*submit)(struct io_op *op);
+	/* Hand queued operations to the kernel (one system call). */
+	int (*flush)(void);
+	/* A descriptor that polls readable when completions wait, or -1 when
+	 * completions are always ready at once (reap without waiting). */
+	int (*completion_fd)(void);
+	/* Move up to max finished operations into done[]; with wait, block
+	 * until at least one finished (if any is in flight). Returns the
+	 * count, or -errno. */
+	int (*reap)(struct io_op **done, int max, int wait);
+	/* Submitted and not yet reaped. */
+	unsigned (*in_flight)(void);
+	void (*shutdown)(void);
+};
+
+extern const struct io_backend plain_backend;
+extern const struct io_backend uring_backend;
+
+/* The back end in use. */
+extern const struct io_backend *backend;
+
+/* Choose and start a back end: AUTO tries io_uring and falls back to plain
+ * (logged once at VERBOSE).  Returns 0, or -errno when a forced back end
+ * cannot start. */
+int backend_start(enum backend_choice choice, unsigned depth);
+
+/* Run one operation to completion while nothing else is in flight (for
+ * barrier requests such as fsync and copy-data).  Returns op->result. */
+ssize_t io_sync(struct io_op *op);
+
+#endif

@@ -1,0 +1,45 @@
+/* Open file and directory handles.  On the wire a handle is the 4-byte
+ * big-endian slot index, as OpenSSH sends it. */
+#ifndef HANDLE_H
+#define HANDLE_H
+
+#include <dirent.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "buf.h"
+
+enum handle_kind { HANDLE_UNUSED = 0, HANDLE_DIR, HANDLE_FILE };
+
+struct handle {
+	enum handle_kind kind;
+	int fd;
+	DIR *dirp;
+	int flags; /* open(2) flags, for O_APPEND */
+	char *name;
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+	dev_t dev; /* identity of the open file, for overlap ordering */
+	ino_t ino;
+	int next_free;
+};
+
+/* Take a slot; fstat()s fd (when >= 0) for dev/ino.  Returns the index, or
+ * -1 with errno set (EMFILE past the handle limit). */
+int handle_new(enum handle_kind kind, const char *name, int fd, DIR *dirp,
+	       int flags);
+/* The handle at idx if it is in use and of kind (HANDLE_UNUSED = any). */
+struct handle *handle_get(int idx, enum handle_kind kind);
+/* Read a handle string: *idx = slot or -1 when it is not a 4-byte handle.
+ * Returns a BUF_* code (only a short packet is an error). */
+int handle_parse(struct rbuf *r, int *idx);
+int handle_put(struct wbuf *w, int idx);
+/* Close and free the slot: close()/closedir() result, -1 with errno. */
+int handle_close(int idx);
+/* At exit: "forced close"/"forced closedir" log lines, then close all. */
+void handle_close_all(void);
+/* Number of slots in use; the limit (set from RLIMIT_NOFILE at start). */
+unsigned handle_count(void);
+void handle_set_limit(unsigned max);
+
+#endif

@@ -1,0 +1,72 @@
+/* The request table: one row per request type and per extension, with its
+ * -P/-p name and whether -R refuses it.  It drives dispatch, -Q requests,
+ * the request filters and the VERSION extension list. */
+#ifndef HANDLERS_H
+#define HANDLERS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "buf.h"
+#include "request.h"
+
+typedef int (*handler_fn)(struct request *req);
+
+struct handler {
+	const char *name;     /* short name for -P, -p and -Q requests */
+	const char *ext_name; /* EXTENDED request name; NULL for plain types */
+	const char *ext_version; /* advertised version string */
+	uint8_t type;         /* SSH2_FXP_*; 0 for extensions */
+	int does_write;       /* refused by -R */
+	int is_io;            /* READ/WRITE: runs concurrently via the queue */
+	handler_fn fn;
+	const char *fn_name;  /* for parse-error messages */
+};
+
+/* Look-ups; NULL when unknown. */
+const struct handler *handler_for_type(uint8_t type);
+const struct handler *handler_for_extension(const uint8_t *name, size_t len);
+
+/* OpenSSH's request_permitted(): -R, then -P, then -p, with its log lines. */
+int request_permitted(const struct handler *h);
+
+/* -Q requests: every short name, plain types first, one per line. */
+void print_request_names(FILE *f);
+
+/* Append the VERSION extension pairs, leaving out refused ones. */
+int compose_extensions(struct wbuf *w);
+
+/* Handlers by module. */
+int process_open(struct request *req);
+int process_close(struct request *req);
+int process_read(struct request *req);
+int process_write(struct request *req);
+int process_fstat(struct request *req);
+int process_fsetstat(struct request *req);
+int process_opendir(struct request *req);
+int process_readdir(struct request *req);
+
+int process_lstat(struct request *req);
+int process_stat(struct request *req);
+int process_setstat(struct request *req);
+int process_remove(struct request *req);
+int process_mkdir(struct request *req);
+int process_rmdir(struct request *req);
+int process_realpath(struct request *req);
+int process_rename(struct request *req);
+int process_readlink(struct request *req);
+int process_symlink(struct request *req);
+
+int process_extended_posix_rename(struct request *req);
+int process_extended_statvfs(struct request *req);
+int process_extended_fstatvfs(struct request *req);
+int process_extended_hardlink(struct request *req);
+int process_extended_fsync(struct request *req);
+int process_extended_lsetstat(struct request *req);
+int process_extended_limits(struct request *req);
+int process_extended_expand(struct request *req);
+int process_extended_copy_data(struct request *req);
+int process_extended_home_directory(struct request *req);
+int process_extended_get_users_groups_by_id(struct request *req);
+
+#endif

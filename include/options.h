@@ -1,0 +1,43 @@
+/* Command-line options, OpenSSH's letters plus our long options, and the
+ * request filter of -P, -p and -R. */
+#ifndef OPTIONS_H
+#define OPTIONS_H
+
+#include <stddef.h>
+
+enum backend_choice { BACKEND_AUTO = 0, BACKEND_URING, BACKEND_PLAIN };
+
+struct options {
+	int log_level;        /* enum log_level */
+	int log_facility;     /* syslog LOG_* facility */
+	int log_stderr;       /* -e */
+	int readonly;         /* -R */
+	char *start_dir;      /* -d, expanded (%d %u %U %% ~) */
+	char *denied;         /* -P list as given */
+	char *allowed;        /* -p list as given */
+	int umask_set;
+	unsigned umask_value; /* -u */
+	enum backend_choice backend; /* --backend=uring|plain|auto */
+	unsigned queue_depth; /* --queue-depth=N: requests in flight */
+};
+
+/* Outcome of parse_options. */
+#define OPTIONS_RUN 0     /* start serving */
+#define OPTIONS_EXIT_OK 1 /* printed what was asked (-Q, --version); exit 0 */
+
+/* Parse argv as sftp-server does.  user/home/uid are for -d expansion.
+ * Prints usage and exits 1 on bad options, exits like OpenSSH on fatal
+ * ones.  Returns OPTIONS_RUN or OPTIONS_EXIT_OK. */
+int parse_options(struct options *o, int argc, char **argv,
+		  const char *user, const char *home, unsigned long uid);
+
+/* Expand %d, %u, %U, %% and a leading ~ / ~user in a -d argument.
+ * Returns a malloc'd string, or NULL if the expansion fails. */
+char *expand_start_dir(const char *arg, const char *user, const char *home,
+		       unsigned long uid);
+
+/* OpenSSH's match_list of the short names: exact, case-sensitive,
+ * comma-separated.  Returns 1 if name is in list. */
+int name_in_list(const char *name, const char *list);
+
+#endif

@@ -1,0 +1,41 @@
+/* Requests in flight: admission bounds, the ordering rules of DESIGN.md and
+ * replies in arrival order. */
+#ifndef QUEUE_H
+#define QUEUE_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include "request.h"
+
+struct queue_limits {
+	unsigned max_requests;  /* admitted and not yet replied */
+	size_t max_reply_bytes; /* encoded replies waiting for stdout */
+};
+
+void queue_init(const struct queue_limits *lim);
+/* Room for one more request (and its worst-case reply)? */
+int queue_has_room(void);
+/* Take ownership of a framed request, in arrival order. */
+void queue_admit(struct request *req);
+/* Start every request the ordering rules allow; submit I/O. */
+void queue_dispatch(void);
+/* Deliver finished I/O from the back end (short I/O is resubmitted). */
+void queue_complete(struct io_op *op);
+/* Nothing admitted, in flight or waiting to be sent. */
+int queue_idle(void);
+/* Requests admitted and not yet replied. */
+unsigned queue_count(void);
+/* A fatal parse error stopped dispatch: the exit status to use once the
+ * replies before it are out (0 if none). */
+int queue_fatal_status(void);
+
+/* Replies ready to send, in arrival order: fill up to max iovecs. */
+int queue_output_iov(struct iovec *iov, int max);
+/* n bytes of those were written. */
+void queue_output_consumed(size_t n);
+size_t queue_output_bytes(void);
+
+void request_free(struct request *req);
+
+#endif

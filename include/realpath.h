@@ -1,0 +1,10 @@
+/* Path resolution as OpenSSH's sftp_realpath: the last component may be
+ * missing; symlinks followed (at most 32). */
+#ifndef REALPATH_H
+#define REALPATH_H
+
+/* resolved must hold PATH_MAX bytes.  Returns resolved, or NULL with errno
+ * set. */
+char *sftp_realpath(const char *path, char *resolved);
+
+#endif

@@ -1,0 +1,50 @@
+/* One request from the client, from framing to its encoded reply. */
+#ifndef REQUEST_H
+#define REQUEST_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "buf.h"
+
+struct handler;
+
+enum request_state {
+	REQ_WAITING,  /* admitted, not started */
+	REQ_PARSED,   /* I/O request parsed, waiting for a conflict to clear */
+	REQ_IN_FLIGHT,/* I/O submitted to the back end */
+	REQ_DONE      /* reply encoded in reply */
+};
+
+struct request {
+	uint32_t id;
+	uint8_t type;
+	uint8_t *packet;   /* type byte and body, owned */
+	size_t packet_len;
+	struct rbuf body;  /* handlers read their fields from here */
+	const struct handler *handler;
+	enum request_state state;
+	struct wbuf reply; /* one encoded reply packet */
+
+	/* File I/O set up by the READ and WRITE handlers. */
+	struct io_op io;
+	int handle;
+	dev_t dev;         /* the file's identity and the byte range, */
+	ino_t ino;         /* for the overlap rule */
+	uint64_t start;
+	uint64_t end;      /* UINT64_MAX for append writes */
+	int is_write;
+	size_t io_done;    /* bytes moved so far (short I/O is resumed) */
+	/* Builds the reply once the I/O is finished (io.result holds the
+	 * last result, io_done the total). */
+	void (*io_finish)(struct request *req);
+
+	struct request *next;
+};
+
+/* Handler results. */
+#define HANDLER_DONE 0        /* reply encoded */
+#define HANDLER_IO 1          /* req->io set up; queue runs it */
+#define HANDLER_PARSE_ERROR 2 /* body malformed: fatal, as in OpenSSH */
+
+#endif

@@ -1,0 +1,20 @@
+/* Session-wide state shared by the handlers. */
+#ifndef SERVER_H
+#define SERVER_H
+
+#include <stdint.h>
+
+#include "options.h"
+
+struct server {
+	struct options opt;
+	int init_done;
+	uint32_t client_version;
+	const char *user;        /* the logged-in user's name */
+	const char *home;        /* their home directory */
+	const char *client_addr; /* first word of SSH_CONNECTION */
+};
+
+extern struct server srv;
+
+#endif
