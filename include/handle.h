@@ -21,6 +21,7 @@ struct handle {
 	uint64_t bytes_written;
 	dev_t dev; /* identity of the open file, for overlap ordering */
 	ino_t ino;
+	int is_regular; /* short reads are resumed only on regular files */
 	int next_free;
 };
 

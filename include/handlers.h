@@ -23,6 +23,12 @@ struct handler {
 	const char *fn_name;  /* for parse-error messages */
 };
 
+/* Run one request: INIT, the before-init check, EXTENDED name look-up,
+ * the request filters, then its handler.  Returns HANDLER_*. */
+int request_start(struct request *req);
+/* READ and WRITE may run concurrently; every other request is a barrier. */
+int request_is_io(const struct request *req);
+
 /* Look-ups; NULL when unknown. */
 const struct handler *handler_for_type(uint8_t type);
 const struct handler *handler_for_extension(const uint8_t *name, size_t len);
@@ -35,6 +41,14 @@ void print_request_names(FILE *f);
 
 /* Append the VERSION extension pairs, leaving out refused ones. */
 int compose_extensions(struct wbuf *w);
+
+/* SETSTAT, FSETSTAT and lsetstat share one routine: OpenSSH's order
+ * (size, mode, times, owner), every step tried, the last failure's status
+ * returned.  name is for the log lines (and the path calls). */
+struct attrib;
+enum setstat_target { SETSTAT_PATH, SETSTAT_FD, SETSTAT_NOFOLLOW };
+uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
+		      enum setstat_target t);
 
 /* Handlers by module. */
 int process_open(struct request *req);

@@ -39,6 +39,9 @@ struct request {
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
 
+	/* Set with HANDLER_PARSE_ERROR: the fatal log line. */
+	char fatal[128];
+
 	struct request *next;
 };
 

@@ -1,0 +1,143 @@
+/* The io_uring back end: one small ring, submissions batched into one
+ * io_uring_submit per loop turn, completions found by polling the ring fd. */
+#include "config.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <string.h>
+
+#include "backend.h"
+
+static struct io_uring ring;
+static int ring_ready;
+static unsigned queued, in_flight, max_depth;
+
+/* Every opcode we use must be there (kernels before 5.6 lack READ/WRITE). */
+static int probe_opcodes(void)
+{
+	static const int needed[] = {IORING_OP_READ, IORING_OP_WRITE,
+				     IORING_OP_FSYNC};
+	struct io_uring_probe *probe = io_uring_get_probe_ring(&ring);
+	size_t i;
+	int rc = 0;
+
+	if (probe == NULL)
+		return -ENOSYS;
+	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+		if (!io_uring_opcode_supported(probe, needed[i]))
+			rc = -ENOSYS;
+	io_uring_free_probe(probe);
+	return rc;
+}
+
+static int uring_init(unsigned depth)
+{
+	int rc;
+
+	max_depth = depth ? depth : 1;
+	rc = io_uring_queue_init(max_depth, &ring, 0);
+	if (rc < 0)
+		return rc;
+	if ((rc = probe_opcodes()) < 0) {
+		io_uring_queue_exit(&ring);
+		return rc;
+	}
+	ring_ready = 1;
+	return 0;
+}
+
+static int uring_submit(struct io_op *op)
+{
+	struct io_uring_sqe *sqe;
+
+	if (in_flight + queued >= max_depth ||
+	    (sqe = io_uring_get_sqe(&ring)) == NULL)
+		return -EBUSY;
+	switch (op->opcode) {
+	case IO_READ:
+		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,
+				   op->offset);
+		break;
+	case IO_WRITE:
+		io_uring_prep_write(sqe, op->fd, op->buf, (unsigned)op->len,
+				    op->offset);
+		break;
+	case IO_FSYNC:
+		io_uring_prep_fsync(sqe, op->fd, 0);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, op);
+	queued++;
+	return 0;
+}
+
+static int uring_flush(void)
+{
+	int rc;
+
+	if (queued == 0)
+		return 0;
+	do {
+		rc = io_uring_submit(&ring);
+	} while (rc == -EINTR);
+	if (rc < 0)
+		return rc;
+	/* Whatever the kernel did not take stays in the SQ for next time. */
+	in_flight += (unsigned)rc;
+	queued -= (unsigned)rc;
+	return 0;
+}
+
+static int uring_completion_fd(void)
+{
+	return ring.ring_fd;
+}
+
+static int uring_reap(struct io_op **done, int max, int wait)
+{
+	struct io_uring_cqe *cqe;
+	struct io_op *op;
+	int n = 0, rc;
+
+	while (n < max) {
+		if (wait && n == 0 && in_flight > 0)
+			rc = io_uring_wait_cqe(&ring, &cqe);
+		else
+			rc = io_uring_peek_cqe(&ring, &cqe);
+		if (rc == -EAGAIN)
+			break;
+		if (rc == -EINTR)
+			continue;
+		if (rc < 0)
+			return n > 0 ? n : rc;
+		op = io_uring_cqe_get_data(cqe);
+		op->result = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+		in_flight--;
+		done[n++] = op;
+	}
+	return n;
+}
+
+static unsigned uring_in_flight(void)
+{
+	return in_flight + queued;
+}
+
+static void uring_shutdown(void)
+{
+	if (ring_ready)
+		io_uring_queue_exit(&ring);
+	ring_ready = 0;
+}
+
+const struct io_backend uring_backend = {
+	.name = "io_uring",
+	.init = uring_init,
+	.submit = uring_submit,
+	.flush = uring_flush,
+	.completion_fd = uring_completion_fd,
+	.reap = uring_reap,
+	.in_flight = uring_in_flight,
+	.shutdown = uring_shutdown,
+};

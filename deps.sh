@@ -1,0 +1,84 @@
+#!/bin/bash
+# deps.sh: install the Debian packages this project needs (only when some are
+# missing), then configure and build uring-sftp-server in this directory.
+#
+#   ./deps.sh                                   # install what is missing, build
+#   CONFIGURE_FLAGS=--enable-werror ./deps.sh   # flags passed to ./configure
+#
+# Safe to run again: installed packages are not touched, autoreconf runs only
+# when configure is missing or stale, and ./configure runs again only when
+# there is no configured tree or CONFIGURE_FLAGS differ from the last run
+# (then the old build is cleaned first).
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "$0")")"
+
+PACKAGES=(
+	build-essential autoconf automake libtool pkg-config
+	liburing-dev libbsd-dev check
+	openssh-client openssh-server openssh-sftp-server
+	python3 python3-paramiko lftp
+)
+
+say() { printf '==> %s\n' "$*"; }
+
+# --- 1. packages ------------------------------------------------------------
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+	[ "$status" = installed ] || missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	say "all ${#PACKAGES[@]} required packages are installed"
+else
+	say "missing packages: ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps.sh: installing packages needs root; run as root or with sudo:" >&2
+		echo "  sudo $0" >&2
+		echo "or install them yourself:" >&2
+		echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	say "apt-get update"
+	apt-get update -q
+	say "apt-get install -y ${missing[*]}"
+	apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+fi
+
+# --- 2. autotools -----------------------------------------------------------
+if [ ! -x configure ] || [ ! -f Makefile.in ] ||
+	[ configure -ot configure.ac ] || [ Makefile.in -ot Makefile.am ]; then
+	say "autoreconf -fi"
+	mkdir -p m4
+	autoreconf -fi
+fi
+
+# --- 3. configure -----------------------------------------------------------
+# CONFIGURE_FLAGS is split on white space, like a shell command line.
+read -r -a want <<<"${CONFIGURE_FLAGS:-}"
+
+need_configure=yes
+if [ -f Makefile ] && [ -x config.status ]; then
+	# config.status --config prints the arguments of the last ./configure run,
+	# shell-quoted.
+	eval "have=($(./config.status --config))"
+	# shellcheck disable=SC2154 # "have" is set by the eval above
+	if [ "${have[*]}" = "${want[*]}" ]; then
+		need_configure=no
+	else
+		say "configure flags changed (were: '${have[*]}', now: '${want[*]}'): make distclean"
+		make distclean >/dev/null || true
+	fi
+fi
+
+if [ "$need_configure" = yes ]; then
+	say "./configure ${want[*]}"
+	./configure "${want[@]}"
+fi
+
+# --- 4. build ---------------------------------------------------------------
+say "make -j$(nproc)"
+make -j"$(nproc)"
+say "built $(pwd)/uring-sftp-server"

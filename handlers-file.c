@@ -1,0 +1,490 @@
+/* Requests on open handles: OPEN, CLOSE, READ, WRITE, FSTAT, FSETSTAT,
+ * OPENDIR, READDIR.  READ and WRITE only parse and set up req->io; the
+ * queue runs the I/O through the back end and calls io_finish. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "handlers.h"
+#include "log.h"
+#include "reply.h"
+#include "server.h"
+#include "sftp.h"
+#include "status.h"
+
+/* READDIR sends at most this many names per reply, as OpenSSH does. */
+#define READDIR_BATCH 100
+/* DATA reply header: length, type, id, data length. */
+#define DATA_HEADER_LEN 13
+
+static int flags_from_portable(uint32_t pflags)
+{
+	int flags = 0;
+
+	if ((pflags & SSH2_FXF_READ) && (pflags & SSH2_FXF_WRITE))
+		flags = O_RDWR;
+	else if (pflags & SSH2_FXF_READ)
+		flags = O_RDONLY;
+	else if (pflags & SSH2_FXF_WRITE)
+		flags = O_WRONLY;
+	if (pflags & SSH2_FXF_APPEND)
+		flags |= O_APPEND;
+	if (pflags & SSH2_FXF_CREAT)
+		flags |= O_CREAT;
+	if (pflags & SSH2_FXF_TRUNC)
+		flags |= O_TRUNC;
+	if (pflags & SSH2_FXF_EXCL)
+		flags |= O_EXCL;
+	return flags;
+}
+
+/* The flag names of OpenSSH's open log line, in its order. */
+static void string_from_portable(uint32_t pflags, char *out, size_t size)
+{
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} names[] = {
+		{SSH2_FXF_READ, "READ"},     {SSH2_FXF_WRITE, "WRITE"},
+		{SSH2_FXF_APPEND, "APPEND"}, {SSH2_FXF_CREAT, "CREATE"},
+		{SSH2_FXF_TRUNC, "TRUNCATE"}, {SSH2_FXF_EXCL, "EXCL"},
+	};
+	size_t i;
+
+	out[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(pflags & names[i].bit))
+			continue;
+		if (out[0] != '\0')
+			strlcat(out, ",", size);
+		strlcat(out, names[i].name, size);
+	}
+}
+
+static const char *handle_name(int idx)
+{
+	struct handle *h = handle_get(idx, HANDLE_UNUSED);
+
+	return h != NULL ? h->name : "(null)";
+}
+
+int process_open(struct request *req)
+{
+	struct attrib a;
+	char *name, flagstr[64];
+	uint32_t pflags, status = SSH2_FX_FAILURE;
+	int flags, mode, fd, idx;
+
+	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	if (rbuf_get_u32(&req->body, &pflags) != BUF_OK ||
+	    attrib_decode(&req->body, &a) != BUF_OK) {
+		free(name);
+		return HANDLER_PARSE_ERROR;
+	}
+	debug3("request %u: open flags %d", req->id, pflags);
+	flags = flags_from_portable(pflags);
+	mode = (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? (int)a.perm : 0666;
+	string_from_portable(pflags, flagstr, sizeof(flagstr));
+	logit("open \"%s\" flags %s mode 0%o", name, flagstr, mode);
+	if (srv.opt.readonly && ((flags & O_ACCMODE) != O_RDONLY ||
+				 (flags & (O_CREAT | O_TRUNC)) != 0)) {
+		verbose("Refusing open request in read-only mode");
+		status = SSH2_FX_PERMISSION_DENIED;
+	} else if ((fd = open(name, flags, mode)) == -1) {
+		status = errno_to_status(errno);
+	} else if ((idx = handle_new(HANDLE_FILE, name, fd, NULL, flags)) ==
+		   -1) {
+		close(fd);
+	} else {
+		send_handle(req, idx);
+		status = SSH2_FX_OK;
+	}
+	if (status != SSH2_FX_OK)
+		send_status(req, status);
+	free(name);
+	return HANDLER_DONE;
+}
+
+static void log_close(int idx)
+{
+	struct handle *h = handle_get(idx, HANDLE_FILE);
+
+	if (h != NULL)
+		logit("close \"%s\" bytes read %llu written %llu", h->name,
+		      (unsigned long long)h->bytes_read,
+		      (unsigned long long)h->bytes_written);
+	else
+		logit("closedir \"%s\"", handle_name(idx));
+}
+
+int process_close(struct request *req)
+{
+	int idx;
+
+	if (handle_parse(&req->body, &idx) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	debug3("request %u: close handle %u", req->id, idx);
+	log_close(idx);
+	send_status(req, handle_close(idx) == -1 ? errno_to_status(errno)
+						 : SSH2_FX_OK);
+	return HANDLER_DONE;
+}
+
+/* An offset past INT64_MAX is EINVAL for lseek/pread, as in OpenSSH. */
+static int offset_valid(uint64_t off)
+{
+	return off <= (uint64_t)INT64_MAX;
+}
+
+static void read_finish(struct request *req)
+{
+	struct handle *h = handle_get(req->handle, HANDLE_FILE);
+	ssize_t last = req->io.result;
+	size_t n = req->io_done;
+
+	if (n == 0 && last < 0) {
+		error("process_read: read \"%.100s\": %s", handle_name(req->handle),
+		      strerror((int)-last));
+		send_status(req, errno_to_status((int)-last));
+		return;
+	}
+	if (n == 0) {
+		debug("read eof");
+		send_status(req, SSH2_FX_EOF);
+		return;
+	}
+	/* The header was written before the read; fix the lengths. */
+	poke_u32(req->reply.data, (uint32_t)(DATA_HEADER_LEN - 4 + n));
+	poke_u32(req->reply.data + 9, (uint32_t)n);
+	req->reply.len = DATA_HEADER_LEN + n;
+	if (h != NULL)
+		h->bytes_read += n;
+	debug("request %u: sent data len %d", req->id, (int)n);
+}
+
+static void setup_io(struct request *req, struct handle *h, int idx,
+		     enum io_opcode op, uint64_t off, void *buf, size_t len)
+{
+	req->handle = idx;
+	req->dev = h->dev;
+	req->ino = h->ino;
+	req->is_write = op == IO_WRITE;
+	req->start = off;
+	req->end = off + len;
+	if (req->is_write && (h->flags & O_APPEND)) {
+		/* The kernel picks the offset: it may touch any byte. */
+		req->start = 0;
+		req->end = UINT64_MAX;
+	}
+	req->io.opcode = op;
+	req->io.fd = h->fd;
+	req->io.offset = off;
+	req->io.buf = buf;
+	req->io.len = len;
+	req->io.owner = req;
+	req->io_done = 0;
+}
+
+int process_read(struct request *req)
+{
+	struct handle *h;
+	uint64_t off;
+	uint32_t len;
+	uint8_t *p;
+	int idx;
+
+	if (handle_parse(&req->body, &idx) != BUF_OK ||
+	    rbuf_get_u64(&req->body, &off) != BUF_OK ||
+	    rbuf_get_u32(&req->body, &len) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	debug("request %u: read \"%s\" (handle %d) off %llu len %u", req->id,
+	      handle_name(idx), idx, (unsigned long long)off, len);
+	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
+		send_status(req, SSH2_FX_FAILURE);
+		return HANDLER_DONE;
+	}
+	if (len > SFTP_MAX_READ_LENGTH) {
+		debug2("read change len %u to %u", len, SFTP_MAX_READ_LENGTH);
+		len = SFTP_MAX_READ_LENGTH;
+	}
+	if (!offset_valid(off)) {
+		error("process_read: seek \"%.100s\": %s", h->name,
+		      strerror(EINVAL));
+		send_status(req, errno_to_status(EINVAL));
+		return HANDLER_DONE;
+	}
+	/* DATA header now, the bytes straight after it: no copy later. */
+	reply_begin(req, SSH2_FXP_DATA);
+	if (wbuf_put_u32(&req->reply, len) != BUF_OK ||
+	    wbuf_reserve(&req->reply, len, &p) != BUF_OK)
+		fatal_exit(255, "process_read: no memory for %u bytes", len);
+	if (len == 0) {
+		reply_end(req);
+		debug("request %u: sent data len %d", req->id, 0);
+		return HANDLER_DONE;
+	}
+	setup_io(req, h, idx, IO_READ, off, p, len);
+	req->io_finish = read_finish;
+	return HANDLER_IO;
+}
+
+static void write_finish(struct request *req)
+{
+	struct handle *h = handle_get(req->handle, HANDLE_FILE);
+	ssize_t last = req->io.result;
+
+	if (h != NULL)
+		h->bytes_written += req->io_done;
+	if (last < 0) {
+		error("process_write: write \"%.100s\": %s",
+		      handle_name(req->handle), strerror((int)-last));
+		send_status(req, errno_to_status((int)-last));
+	} else if (last == 0 && req->io.len > 0) {
+		/* The file system accepted nothing more: as OpenSSH's short
+		 * write. */
+		debug2("nothing at all written");
+		send_status(req, SSH2_FX_FAILURE);
+	} else {
+		send_status(req, SSH2_FX_OK);
+	}
+}
+
+int process_write(struct request *req)
+{
+	struct handle *h;
+	const uint8_t *data;
+	uint64_t off;
+	size_t len;
+	int idx;
+
+	if (handle_parse(&req->body, &idx) != BUF_OK ||
+	    rbuf_get_u64(&req->body, &off) != BUF_OK ||
+	    rbuf_get_string(&req->body, &data, &len) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	debug("request %u: write \"%s\" (handle %d) off %llu len %zu", req->id,
+	      handle_name(idx), idx, (unsigned long long)off, len);
+	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
+		send_status(req, SSH2_FX_FAILURE);
+		return HANDLER_DONE;
+	}
+	if (!(h->flags & O_APPEND) && !offset_valid(off)) {
+		error("process_write: seek \"%.100s\": %s", h->name,
+		      strerror(EINVAL));
+		send_status(req, errno_to_status(EINVAL));
+		return HANDLER_DONE;
+	}
+	if (len == 0) {
+		send_status(req, SSH2_FX_OK);
+		return HANDLER_DONE;
+	}
+	/* The data stays in the request's packet until the write is done. */
+	setup_io(req, h, idx, IO_WRITE, off, (void *)data, len);
+	req->io_finish = write_finish;
+	return HANDLER_IO;
+}
+
+int process_fstat(struct request *req)
+{
+	struct handle *h;
+	struct attrib a;
+	struct stat st;
+	int idx;
+
+	if (handle_parse(&req->body, &idx) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	debug("request %u: fstat \"%s\" (handle %u)", req->id,
+	      handle_name(idx), idx);
+	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
+		send_status(req, SSH2_FX_FAILURE);
+	} else if (fstat(h->fd, &st) == -1) {
+		send_status(req, errno_to_status(errno));
+	} else {
+		attrib_from_stat(&st, &a);
+		send_attrib(req, &a);
+	}
+	return HANDLER_DONE;
+}
+
+int process_fsetstat(struct request *req)
+{
+	struct handle *h;
+	struct attrib a;
+	int idx;
+
+	if (handle_parse(&req->body, &idx) != BUF_OK ||
+	    attrib_decode(&req->body, &a) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	debug("request %u: fsetstat handle %d", req->id, idx);
+	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
+		send_status(req, SSH2_FX_FAILURE);
+		return HANDLER_DONE;
+	}
+	send_status(req, apply_attrib(h->name, h->fd, &a, SETSTAT_FD));
+	return HANDLER_DONE;
+}
+
+int process_opendir(struct request *req)
+{
+	char *path;
+	DIR *dirp;
+	int idx;
+
+	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	debug3("request %u: opendir", req->id);
+	logit("opendir \"%s\"", path);
+	if ((dirp = opendir(path)) == NULL) {
+		send_status(req, errno_to_status(errno));
+	} else if ((idx = handle_new(HANDLE_DIR, path, -1, dirp, 0)) == -1) {
+		closedir(dirp);
+		send_status(req, SSH2_FX_FAILURE);
+	} else {
+		send_handle(req, idx);
+	}
+	free(path);
+	return HANDLER_DONE;
+}
+
+/* Append one NAME entry: file name, long name, lstat attributes. */
+static int put_dir_entry(struct request *req, const char *dir,
+			 const char *name, time_t now)
+{
+	char path[PATH_MAX], *longname;
+	struct attrib a;
+	struct stat st;
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir,
+			     strcmp(dir, "/") ? "/" : "", name) >=
+		    sizeof(path) ||
+	    lstat(path, &st) == -1)
+		return 0; /* skipped, as OpenSSH skips entries it cannot stat */
+	if ((longname = ls_longname(name, &st, now)) == NULL)
+		return 0;
+	attrib_from_stat(&st, &a);
+	rc = wbuf_put_cstring(&req->reply, name) == BUF_OK &&
+	     wbuf_put_cstring(&req->reply, longname) == BUF_OK &&
+	     attrib_encode(&req->reply, &a) == BUF_OK;
+	free(longname);
+	if (!rc)
+		fatal_exit(255, "process_readdir: encode failed");
+	return 1;
+}
+
+int process_readdir(struct request *req)
+{
+	struct dirent *dp;
+	struct handle *h;
+	uint32_t count = 0;
+	time_t now = time(NULL);
+	int idx;
+
+	if (handle_parse(&req->body, &idx) != BUF_OK)
+		return HANDLER_PARSE_ERROR;
+	debug("request %u: readdir \"%s\" (handle %d)", req->id,
+	      handle_name(idx), idx);
+	if ((h = handle_get(idx, HANDLE_DIR)) == NULL) {
+		send_status(req, SSH2_FX_FAILURE);
+		return HANDLER_DONE;
+	}
+	reply_begin(req, SSH2_FXP_NAME);
+	if (wbuf_put_u32(&req->reply, 0) != BUF_OK) /* count, patched below */
+		fatal_exit(255, "process_readdir: encode failed");
+	while (count < READDIR_BATCH && (dp = readdir(h->dirp)) != NULL)
+		count += put_dir_entry(req, h->name, dp->d_name, now);
+	if (count == 0) {
+		send_status(req, SSH2_FX_EOF);
+		return HANDLER_DONE;
+	}
+	poke_u32(req->reply.data + 9, count);
+	reply_end(req);
+	debug("request %u: sent names count %d", req->id, (int)count);
+	return HANDLER_DONE;
+}
+
+static int set_size(const char *name, int fd, uint64_t size,
+		    enum setstat_target t)
+{
+	return t == SETSTAT_FD ? ftruncate(fd, (off_t)size)
+			       : truncate(name, (off_t)size);
+}
+
+static int set_mode(const char *name, int fd, mode_t mode,
+		    enum setstat_target t)
+{
+	if (t == SETSTAT_FD)
+		return fchmod(fd, mode);
+	if (t == SETSTAT_NOFOLLOW)
+		return fchmodat(AT_FDCWD, name, mode, AT_SYMLINK_NOFOLLOW);
+	return chmod(name, mode);
+}
+
+static int set_times(const char *name, int fd, const struct attrib *a,
+		     enum setstat_target t)
+{
+	struct timespec ts[2] = {{.tv_sec = a->atime}, {.tv_sec = a->mtime}};
+
+	if (t == SETSTAT_FD)
+		return futimens(fd, ts);
+	return utimensat(AT_FDCWD, name, ts,
+			 t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+}
+
+static int set_owner(const char *name, int fd, const struct attrib *a,
+		     enum setstat_target t)
+{
+	if (t == SETSTAT_FD)
+		return fchown(fd, a->uid, a->gid);
+	return fchownat(AT_FDCWD, name, a->uid, a->gid,
+			t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+}
+
+uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
+		      enum setstat_target t)
+{
+	uint32_t status = SSH2_FX_OK;
+	char when[64];
+	time_t mtime;
+	struct tm *tm;
+
+	/* Every step runs even after a failure; the last failure wins. */
+	if (a->flags & SSH2_FILEXFER_ATTR_SIZE) {
+		logit("set \"%s\" size %llu", name,
+		      (unsigned long long)a->size);
+		if (set_size(name, fd, a->size, t) == -1)
+			status = errno_to_status(errno);
+	}
+	if (a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) {
+		logit("set \"%s\" mode %04o", name, a->perm);
+		if (set_mode(name, fd, a->perm & 07777, t) == -1)
+			status = errno_to_status(errno);
+	}
+	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {
+		mtime = a->mtime;
+		tm = localtime(&mtime);
+		if (tm == NULL || strftime(when, sizeof(when),
+					   "%Y%m%d-%H:%M:%S", tm) == 0)
+			snprintf(when, sizeof(when), "%lld", (long long)mtime);
+		logit("set \"%s\" modtime %s", name, when);
+		if (set_times(name, fd, a, t) == -1)
+			status = errno_to_status(errno);
+	}
+	if (a->flags & SSH2_FILEXFER_ATTR_UIDGID) {
+		logit("set \"%s\" owner %lu group %lu", name,
+		      (unsigned long)a->uid, (unsigned long)a->gid);
+		if (set_owner(name, fd, a, t) == -1)
+			status = errno_to_status(errno);
+	}
+	return status;
+}

@@ -1,0 +1,234 @@
+/* The request table and dispatch: INIT, the before-init rule, extension
+ * look-up and the -R/-P/-p filter, as OpenSSH's process() does them. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "log.h"
+#include "options.h"
+#include "reply.h"
+#include "server.h"
+#include "sftp.h"
+
+#define HANDLER(t, n, w, io, f) {n, NULL, NULL, t, w, io, f, #f}
+#define EXTENSION(e, v, n, w, f) {n, e, v, 0, w, 0, f, #f}
+
+/* Plain requests, in OpenSSH's order (also the -Q requests order).  OPEN
+ * is not marked as writing: it checks read-only mode itself, by flags. */
+static const struct handler plain_handlers[] = {
+	HANDLER(SSH2_FXP_OPEN, "open", 0, 0, process_open),
+	HANDLER(SSH2_FXP_CLOSE, "close", 0, 0, process_close),
+	HANDLER(SSH2_FXP_READ, "read", 0, 1, process_read),
+	HANDLER(SSH2_FXP_WRITE, "write", 1, 1, process_write),
+	HANDLER(SSH2_FXP_LSTAT, "lstat", 0, 0, process_lstat),
+	HANDLER(SSH2_FXP_FSTAT, "fstat", 0, 0, process_fstat),
+	HANDLER(SSH2_FXP_SETSTAT, "setstat", 1, 0, process_setstat),
+	HANDLER(SSH2_FXP_FSETSTAT, "fsetstat", 1, 0, process_fsetstat),
+	HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir),
+	HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir),
+	HANDLER(SSH2_FXP_REMOVE, "remove", 1, 0, process_remove),
+	HANDLER(SSH2_FXP_MKDIR, "mkdir", 1, 0, process_mkdir),
+	HANDLER(SSH2_FXP_RMDIR, "rmdir", 1, 0, process_rmdir),
+	HANDLER(SSH2_FXP_REALPATH, "realpath", 0, 0, process_realpath),
+	HANDLER(SSH2_FXP_STAT, "stat", 0, 0, process_stat),
+	HANDLER(SSH2_FXP_RENAME, "rename", 1, 0, process_rename),
+	HANDLER(SSH2_FXP_READLINK, "readlink", 0, 0, process_readlink),
+	HANDLER(SSH2_FXP_SYMLINK, "symlink", 1, 0, process_symlink),
+};
+
+/* Extensions, in the order VERSION advertises them. */
+static const struct handler ext_handlers[] = {
+	EXTENSION("posix-rename@openssh.com", "1", "posix-rename", 1,
+		  process_extended_posix_rename),
+	EXTENSION("statvfs@openssh.com", "2", "statvfs", 0,
+		  process_extended_statvfs),
+	EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
+		  process_extended_fstatvfs),
+	EXTENSION("hardlink@openssh.com", "1", "hardlink", 1,
+		  process_extended_hardlink),
+	EXTENSION("fsync@openssh.com", "1", "fsync", 1,
+		  process_extended_fsync),
+	EXTENSION("lsetstat@openssh.com", "1", "lsetstat", 1,
+		  process_extended_lsetstat),
+	EXTENSION("limits@openssh.com", "1", "limits", 0,
+		  process_extended_limits),
+	EXTENSION("expand-path@openssh.com", "1", "expand-path", 0,
+		  process_extended_expand),
+	EXTENSION("copy-data", "1", "copy-data", 1,
+		  process_extended_copy_data),
+	EXTENSION("home-directory", "1", "home-directory", 0,
+		  process_extended_home_directory),
+	EXTENSION("users-groups-by-id@openssh.com", "1", "users-groups-by-id",
+		  0, process_extended_get_users_groups_by_id),
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+const struct handler *handler_for_type(uint8_t type)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(plain_handlers); i++)
+		if (plain_handlers[i].type == type)
+			return &plain_handlers[i];
+	return NULL;
+}
+
+const struct handler *handler_for_extension(const uint8_t *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(ext_handlers); i++)
+		if (strlen(ext_handlers[i].ext_name) == len &&
+		    memcmp(ext_handlers[i].ext_name, name, len) == 0)
+			return &ext_handlers[i];
+	return NULL;
+}
+
+int request_permitted(const struct handler *h)
+{
+	const struct options *o = &srv.opt;
+
+	if (o->readonly && h->does_write) {
+		verbose("Refusing %s request in read-only mode", h->name);
+		return 0;
+	}
+	if (o->denied != NULL && name_in_list(h->name, o->denied)) {
+		verbose("Refusing denylisted %s request", h->name);
+		return 0;
+	}
+	if (o->allowed != NULL) {
+		if (name_in_list(h->name, o->allowed)) {
+			debug2("Permitting allowlisted %s request", h->name);
+			return 1;
+		}
+		verbose("Refusing non-allowlisted %s request", h->name);
+		return 0;
+	}
+	return 1;
+}
+
+void print_request_names(FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(plain_handlers); i++)
+		fprintf(f, "%s\n", plain_handlers[i].name);
+	for (i = 0; i < NELEM(ext_handlers); i++)
+		fprintf(f, "%s\n", ext_handlers[i].name);
+}
+
+int compose_extensions(struct wbuf *w)
+{
+	const struct handler *h;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < NELEM(ext_handlers); i++) {
+		h = &ext_handlers[i];
+		if (!request_permitted(h)) {
+			debug2("compose_extension: refusing to advertise "
+			       "disallowed extension %s",
+			       h->ext_name);
+			continue;
+		}
+		if ((rc = wbuf_put_cstring(w, h->ext_name)) != BUF_OK ||
+		    (rc = wbuf_put_cstring(w, h->ext_version)) != BUF_OK)
+			return rc;
+	}
+	return BUF_OK;
+}
+
+int request_is_io(const struct request *req)
+{
+	const struct handler *h = handler_for_type(req->type);
+
+	return h != NULL && h->is_io;
+}
+
+static int parse_error(struct request *req, const char *where)
+{
+	snprintf(req->fatal, sizeof(req->fatal),
+		 "%s: parse: incomplete message", where);
+	return HANDLER_PARSE_ERROR;
+}
+
+/* VERSION has no request id; it carries our version and extensions. */
+static int process_init(struct request *req)
+{
+	struct wbuf *w = &req->reply;
+	uint32_t version;
+
+	if (rbuf_get_u32(&req->body, &version) != BUF_OK)
+		return parse_error(req, "process_init");
+	verbose("received client version %u", version);
+	srv.client_version = version;
+	wbuf_reset(w);
+	if (wbuf_put_u32(w, 0) != BUF_OK ||
+	    wbuf_put_u8(w, SSH2_FXP_VERSION) != BUF_OK ||
+	    wbuf_put_u32(w, SFTP_VERSION) != BUF_OK ||
+	    compose_extensions(w) != BUF_OK ||
+	    wbuf_poke_u32(w, 0, w->len - 4) != BUF_OK)
+		fatal_exit(255, "process_init: compose failed");
+	srv.init_done = 1;
+	return HANDLER_DONE;
+}
+
+static int process_extended(struct request *req)
+{
+	const struct handler *h;
+	const uint8_t *name;
+	size_t len;
+
+	if (rbuf_get_string(&req->body, &name, &len) != BUF_OK ||
+	    memchr(name, '\0', len) != NULL)
+		return parse_error(req, "process_extended");
+	req->handler = h = handler_for_extension(name, len);
+	if (h == NULL) {
+		error("Unknown extended request \"%.*s\"",
+		      (int)(len < 100 ? len : 100), (const char *)name);
+		send_status(req, SSH2_FX_OP_UNSUPPORTED);
+		return HANDLER_DONE;
+	}
+	if (!request_permitted(h)) {
+		send_status(req, SSH2_FX_PERMISSION_DENIED);
+		return HANDLER_DONE;
+	}
+	return h->fn(req);
+}
+
+int request_start(struct request *req)
+{
+	const struct handler *h;
+
+	if (req->type == SSH2_FXP_INIT)
+		return process_init(req);
+	if (!srv.init_done) {
+		if (req->type == SSH2_FXP_EXTENDED)
+			snprintf(req->fatal, sizeof(req->fatal),
+				 "Received extended request before init");
+		else
+			snprintf(req->fatal, sizeof(req->fatal),
+				 "Received %u request before init", req->type);
+		return HANDLER_PARSE_ERROR;
+	}
+	h = handler_for_type(req->type);
+	if (h == NULL && req->type != SSH2_FXP_EXTENDED) {
+		/* OpenSSH answers nothing here; neither do we. */
+		error("Unknown message %u", req->type);
+		wbuf_reset(&req->reply);
+		return HANDLER_DONE;
+	}
+	if (rbuf_get_u32(&req->body, &req->id) != BUF_OK)
+		return parse_error(req, h != NULL ? h->fn_name : "process");
+	if (req->type == SSH2_FXP_EXTENDED)
+		return process_extended(req);
+	req->handler = h;
+	if (!request_permitted(h)) {
+		send_status(req, SSH2_FX_PERMISSION_DENIED);
+		return HANDLER_DONE;
+	}
+	return h->fn(req);
+}

@@ -1,0 +1,257 @@
+/* Requests in flight.  One list in arrival order holds every admitted
+ * request until its reply is written, which gives replies in arrival order
+ * for free.  Requests start strictly in arrival order too: an I/O request
+ * that overlaps a write in flight on the same file, or a barrier while I/O
+ * is in flight, holds up everything behind it.  That is what makes the
+ * ordering rules hold and keeps any request from waiting forever. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handle.h"
+#include "handlers.h"
+#include "log.h"
+#include "queue.h"
+
+static struct queue_limits limits;
+static struct request *head, *tail;
+static struct request *next_start; /* first request not yet started */
+static unsigned num_requests;      /* admitted, reply not fully written */
+static unsigned num_in_flight;     /* REQ_IN_FLIGHT */
+static size_t reply_bytes;         /* encoded, not yet written */
+static size_t head_sent;           /* bytes of head's reply written */
+static int fatal_status;
+
+void queue_init(const struct queue_limits *lim)
+{
+	limits = *lim;
+}
+
+void request_free(struct request *req)
+{
+	free(req->packet);
+	wbuf_free(&req->reply);
+	free(req);
+}
+
+int queue_has_room(void)
+{
+	return fatal_status == 0 && num_requests < limits.max_requests &&
+	       reply_bytes < limits.max_reply_bytes;
+}
+
+unsigned queue_count(void)
+{
+	return num_requests;
+}
+
+int queue_idle(void)
+{
+	return head == NULL;
+}
+
+int queue_fatal_status(void)
+{
+	return fatal_status;
+}
+
+size_t queue_output_bytes(void)
+{
+	return reply_bytes;
+}
+
+void queue_admit(struct request *req)
+{
+	req->state = REQ_WAITING;
+	req->next = NULL;
+	if (tail != NULL)
+		tail->next = req;
+	else
+		head = req;
+	tail = req;
+	if (next_start == NULL)
+		next_start = req;
+	num_requests++;
+}
+
+static void request_done(struct request *req)
+{
+	req->state = REQ_DONE;
+	reply_bytes += req->reply.len;
+}
+
+static int ranges_overlap(const struct request *a, const struct request *b)
+{
+	return a->start < b->end && b->start < a->end;
+}
+
+/* Rule 2 of DESIGN.md: overlapping I/O on one file where either side
+ * writes runs in arrival order. */
+static int conflicts_with_in_flight(const struct request *req)
+{
+	const struct request *r;
+
+	for (r = head; r != next_start; r = r->next) {
+		if (r->state != REQ_IN_FLIGHT)
+			continue;
+		if (r->dev == req->dev && r->ino == req->ino &&
+		    (r->is_write || req->is_write) && ranges_overlap(r, req))
+			return 1;
+	}
+	return 0;
+}
+
+/* A parse error is fatal, as in OpenSSH; the requests before it are still
+ * answered, the ones after it are dropped. */
+static void stop_at(struct request *req)
+{
+	struct request *r, *next;
+
+	if (req->fatal[0] == '\0')
+		snprintf(req->fatal, sizeof(req->fatal),
+			 "%s: parse: incomplete message",
+			 req->handler != NULL ? req->handler->fn_name
+					      : "process");
+	error("%s", req->fatal);
+	fatal_status = 255;
+	for (r = req; r != NULL; r = next) {
+		next = r->next;
+		request_free(r);
+		num_requests--;
+	}
+	if (req == head) {
+		head = tail = NULL;
+	} else {
+		for (r = head; r->next != req; r = r->next)
+			;
+		r->next = NULL;
+		tail = r;
+	}
+	next_start = NULL;
+}
+
+static int submit_io(struct request *req)
+{
+	int rc = backend->submit(&req->io);
+
+	if (rc == 0) {
+		req->state = REQ_IN_FLIGHT;
+		num_in_flight++;
+	}
+	return rc;
+}
+
+/* Start next_start if the rules allow it: 1 started, 0 must wait. */
+static int start_one(struct request *req)
+{
+	int rc;
+
+	if (!request_is_io(req) && num_in_flight > 0)
+		return 0; /* a barrier waits for everything before it */
+	if (req->state == REQ_WAITING) {
+		rc = request_start(req);
+		if (rc == HANDLER_PARSE_ERROR) {
+			stop_at(req);
+			return 0;
+		}
+		if (rc == HANDLER_DONE) {
+			request_done(req);
+			return 1;
+		}
+		req->state = REQ_PARSED;
+	}
+	if (conflicts_with_in_flight(req))
+		return 0;
+	rc = submit_io(req);
+	if (rc == -EBUSY)
+		return 0;
+	if (rc < 0) {
+		req->io.result = rc;
+		req->io_finish(req);
+		request_done(req);
+	}
+	return 1;
+}
+
+void queue_dispatch(void)
+{
+	while (next_start != NULL && start_one(next_start))
+		next_start = next_start->next;
+	backend->flush();
+}
+
+/* Regular files never return a short read before EOF (draft §6.4), and a
+ * short write is finished rather than failed. */
+static int resume_short_io(struct request *req, ssize_t n)
+{
+	struct handle *h;
+
+	if (n <= 0 || (size_t)n >= req->io.len)
+		return 0;
+	if (req->io.opcode == IO_READ) {
+		h = handle_get(req->handle, HANDLE_FILE);
+		if (h == NULL || !h->is_regular)
+			return 0;
+	}
+	req->io.offset += (uint64_t)n;
+	req->io.buf = (uint8_t *)req->io.buf + n;
+	req->io.len -= (size_t)n;
+	return backend->submit(&req->io) == 0;
+}
+
+void queue_complete(struct io_op *op)
+{
+	struct request *req = op->owner;
+	ssize_t n = op->result;
+
+	if (n > 0)
+		req->io_done += (size_t)n;
+	if (resume_short_io(req, n))
+		return;
+	num_in_flight--;
+	req->io_finish(req);
+	request_done(req);
+}
+
+int queue_output_iov(struct iovec *iov, int max)
+{
+	struct request *r;
+	size_t skip = head_sent;
+	int n = 0;
+
+	for (r = head; r != NULL && r->state == REQ_DONE && n < max;
+	     r = r->next) {
+		if (r->reply.len > skip) {
+			iov[n].iov_base = r->reply.data + skip;
+			iov[n].iov_len = r->reply.len - skip;
+			n++;
+		}
+		skip = 0;
+	}
+	return n;
+}
+
+void queue_output_consumed(size_t n)
+{
+	struct request *r;
+	size_t left;
+
+	reply_bytes -= n;
+	while ((r = head) != NULL && r->state == REQ_DONE) {
+		left = r->reply.len - head_sent;
+		if (n < left) {
+			head_sent += n;
+			return;
+		}
+		n -= left;
+		head_sent = 0;
+		head = r->next;
+		if (head == NULL)
+			tail = NULL;
+		request_free(r);
+		num_requests--;
+	}
+}

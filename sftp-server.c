@@ -1,0 +1,312 @@
+/* uring-sftp-server: main, start-up as OpenSSH's sftp-server does it, and
+ * the event loop that moves bytes between stdin, the queue and stdout. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "handle.h"
+#include "log.h"
+#include "options.h"
+#include "queue.h"
+#include "server.h"
+#include "sftp.h"
+
+/* Large reads from stdin: several maximum-size packets per system call. */
+#define INPUT_CAPACITY (2 * 1024 * 1024)
+/* Stop framing new requests while this much reply data waits. */
+#define MAX_REPLY_BYTES (8 * 1024 * 1024)
+/* Largest reply we build: a DATA of SFTP_MAX_READ_LENGTH fits well. */
+#define MAX_REPLY_PACKET (SFTP_MAX_MSG_LENGTH + 1024)
+/* Ask the kernel for bigger pipes; sshd drains 32 KiB at a time. */
+#define PIPE_SIZE (1024 * 1024)
+#define MAX_IOV 64
+
+struct server srv;
+
+static uint8_t *input;
+static size_t input_len;
+static int input_eof;   /* stdin returned 0 */
+static int input_stop;  /* a framing error: read and frame no more */
+static int exit_status; /* the status once everything is answered */
+
+static void cleanup_exit(int status)
+{
+	handle_close_all();
+	logit("session closed for local user %s from [%s]", srv.user,
+	      srv.client_addr);
+	backend->shutdown();
+	_exit(status);
+}
+
+static void log_cleanup(int status)
+{
+	cleanup_exit(status);
+}
+
+/* Make sure fds 0-2 exist, so a file we open never becomes stdout. */
+static void sanitise_stdfd(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd <= STDERR_FILENO)
+		;
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+static void tune_stdio(int fd)
+{
+	struct stat st;
+	int flags;
+
+	if (fstat(fd, &st) == -1)
+		return;
+	if (S_ISFIFO(st.st_mode))
+		(void)fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+	/* Non-blocking only on pipes and sockets: never on someone's tty. */
+	if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
+	    (flags = fcntl(fd, F_GETFL)) != -1)
+		(void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+static const char *client_address(void)
+{
+	char *conn = getenv("SSH_CONNECTION"), *space;
+	static char addr[256];
+
+	if (conn == NULL)
+		return "UNKNOWN";
+	if ((space = strchr(conn, ' ')) == NULL)
+		fatal_exit(255, "Malformed SSH_CONNECTION variable: \"%s\"",
+			   conn);
+	snprintf(addr, sizeof(addr), "%.*s", (int)(space - conn), conn);
+	return addr;
+}
+
+static void set_handle_limit(void)
+{
+	struct rlimit rl;
+
+	/* Descriptors bound handles anyway; the table never outgrows them. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		handle_set_limit((unsigned)rl.rlim_cur);
+}
+
+static void stop_input(int status)
+{
+	input_stop = 1;
+	exit_status = status;
+}
+
+/* Cut complete packets off the input and admit them, while there is room. */
+static void frame_input(void)
+{
+	struct request *req;
+	size_t off = 0;
+	uint32_t len;
+
+	while (!input_stop && queue_has_room() && input_len - off >= 4) {
+		len = peek_u32(input + off);
+		if (len > SFTP_MAX_MSG_LENGTH) {
+			error("bad message from %s local user %s",
+			      srv.client_addr, srv.user);
+			stop_input(11);
+			break;
+		}
+		if (len == 0) {
+			error("process: parse: incomplete message");
+			stop_input(255);
+			break;
+		}
+		if (input_len - off - 4 < len)
+			break;
+		if ((req = calloc(1, sizeof(*req))) == NULL ||
+		    (req->packet = malloc(len)) == NULL)
+			fatal_exit(255, "frame_input: out of memory");
+		memcpy(req->packet, input + off + 4, len);
+		req->packet_len = len;
+		req->type = req->packet[0];
+		rbuf_init(&req->body, req->packet + 1, len - 1);
+		wbuf_init(&req->reply, MAX_REPLY_PACKET);
+		queue_admit(req);
+		off += 4 + len;
+	}
+	if (off > 0) {
+		memmove(input, input + off, input_len - off);
+		input_len -= off;
+	}
+}
+
+static int complete_packet_waiting(void)
+{
+	return !input_stop && input_len >= 4 &&
+	       input_len - 4 >= peek_u32(input);
+}
+
+static void read_input(void)
+{
+	ssize_t n = read(STDIN_FILENO, input + input_len,
+			 INPUT_CAPACITY - input_len);
+
+	if (n > 0) {
+		input_len += (size_t)n;
+	} else if (n == 0) {
+		debug("read eof");
+		input_eof = 1;
+	} else if (errno != EAGAIN && errno != EINTR) {
+		error("read: %s", strerror(errno));
+		cleanup_exit(1);
+	}
+}
+
+/* Write what replies are ready; 1 if some remain (stdout is full). */
+static int write_output(void)
+{
+	struct iovec iov[MAX_IOV];
+	ssize_t n;
+	int cnt;
+
+	queue_output_consumed(0); /* drops requests that have no reply */
+	while ((cnt = queue_output_iov(iov, MAX_IOV)) > 0) {
+		n = writev(STDOUT_FILENO, iov, cnt);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return 1;
+		if (n == -1 && errno == EPIPE)
+			cleanup_exit(0);
+		if (n <= 0) {
+			error("write: %s", n == 0 ? "closed" : strerror(errno));
+			cleanup_exit(n == 0 ? 0 : 1);
+		}
+		queue_output_consumed((size_t)n);
+	}
+	return 0;
+}
+
+static void reap_completions(void)
+{
+	struct io_op *done[64];
+	int i, n;
+
+	while ((n = backend->reap(done, 64, 0)) > 0)
+		for (i = 0; i < n; i++)
+			queue_complete(done[i]);
+	if (n < 0)
+		fatal_exit(1, "I/O completion: %s", strerror(-n));
+}
+
+static int finished(void)
+{
+	if (!queue_idle())
+		return 0;
+	if (queue_fatal_status() != 0 || input_stop)
+		return 1;
+	return input_eof && !complete_packet_waiting();
+}
+
+static void serve(void)
+{
+	struct pollfd pfd[3];
+	int nfds, timeout, ring_fd, out_blocked;
+
+	for (;;) {
+		frame_input();
+		queue_dispatch();
+		out_blocked = write_output();
+		if (finished())
+			break;
+
+		nfds = 0;
+		timeout = -1;
+		if (!input_eof && !input_stop && input_len < INPUT_CAPACITY)
+			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
+		if (out_blocked)
+			pfd[nfds++] = (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
+		if (backend->in_flight() > 0) {
+			ring_fd = backend->completion_fd();
+			if (ring_fd >= 0)
+				pfd[nfds++] = (struct pollfd){ring_fd, POLLIN, 0};
+			else
+				timeout = 0;
+		}
+		if (poll(pfd, nfds, timeout) == -1) {
+			if (errno == EINTR)
+				continue;
+			error("poll: %s", strerror(errno));
+			cleanup_exit(2);
+		}
+		if (nfds > 0 && pfd[0].fd == STDIN_FILENO && pfd[0].revents)
+			read_input();
+		reap_completions();
+	}
+	if (queue_fatal_status() != 0)
+		exit_status = queue_fatal_status();
+	cleanup_exit(exit_status);
+}
+
+int main(int argc, char **argv)
+{
+	struct queue_limits limits;
+	struct passwd *pw;
+	const char *progname;
+	int rc;
+
+	sanitise_stdfd();
+	closefrom(STDERR_FILENO + 1);
+	progname = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	log_init(progname, LOG_LEVEL_ERROR, LOG_AUTH, 0);
+	if ((pw = getpwuid(getuid())) == NULL) {
+		fprintf(stderr, "No user found for uid %lu\n",
+			(unsigned long)getuid());
+		return 1;
+	}
+	srv.user = strdup(pw->pw_name);
+	srv.home = strdup(pw->pw_dir);
+	if (parse_options(&srv.opt, argc, argv, srv.user, srv.home,
+			  (unsigned long)pw->pw_uid) == OPTIONS_EXIT_OK)
+		return 0;
+	log_init(progname, srv.opt.log_level, srv.opt.log_facility,
+		 srv.opt.log_stderr);
+	log_set_cleanup(log_cleanup);
+	/* Keep other processes of this user out of our memory. */
+	if (prctl(PR_SET_DUMPABLE, 0) != 0)
+		fatal_exit(255, "unable to make the process undumpable: %s",
+			   strerror(errno));
+	srv.client_addr = client_address();
+	logit("session opened for local user %s from [%s]", srv.user,
+	      srv.client_addr);
+	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0)
+		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
+		      strerror(errno));
+
+	signal(SIGPIPE, SIG_IGN);
+	set_handle_limit();
+	tune_stdio(STDIN_FILENO);
+	tune_stdio(STDOUT_FILENO);
+	if ((rc = backend_start(srv.opt.backend, srv.opt.queue_depth)) != 0)
+		fatal_exit(1, "cannot start the %s back end: %s",
+			   srv.opt.backend == BACKEND_URING ? "io_uring"
+							    : "plain",
+			   strerror(-rc));
+	limits.max_requests = srv.opt.queue_depth;
+	limits.max_reply_bytes = MAX_REPLY_BYTES;
+	queue_init(&limits);
+	if ((input = malloc(INPUT_CAPACITY)) == NULL)
+		fatal_exit(1, "out of memory");
+	serve();
+	return 0;
+}

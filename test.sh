@@ -1,0 +1,45 @@
+#!/bin/bash
+# test.sh: install what is missing, build, and run every test (make check):
+# Check unit tests, the differential test against OpenSSH's sftp-server, and
+# the integration tests with real clients and a real sshd on 127.0.0.1.
+#
+#   ./test.sh
+#   CONFIGURE_FLAGS=--enable-werror ./test.sh
+#   CONFIGURE_FLAGS="--enable-werror --enable-sanitizers" ./test.sh
+#
+# Exit status is non-zero if the build or any test fails; the logs of the
+# tests are printed then.
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "$0")")"
+
+./deps.sh
+
+# Build the test programs in parallel, then run the tests one after another.
+echo "==> make -j$(nproc) check TESTS= (build the test programs)"
+make -j"$(nproc)" check TESTS=
+
+start=$(date +%s)
+echo "==> make check VERBOSE=1"
+if make check VERBOSE=1; then
+	echo "==> all tests passed ($(($(date +%s) - start)) s)"
+	exit 0
+fi
+
+echo "==> make check FAILED after $(($(date +%s) - start)) s" >&2
+# Print the whole log of every test that did not pass (the .trs files hold
+# the results); if there are none (the harness itself broke), print them all.
+shopt -s nullglob
+logs=()
+for trs in tests/*.trs; do
+	if grep -Eq '^:test-result: (FAIL|ERROR|XPASS)' "$trs"; then
+		logs+=("${trs%.trs}.log")
+	fi
+done
+[ ${#logs[@]} -gt 0 ] || logs=(tests/*.log)
+for log in "${logs[@]}"; do
+	printf '\n===== %s =====\n' "$log" >&2
+	cat "$log" >&2 || true
+done
+printf '\nlogs above: %s\n' "${logs[*]}" >&2
+exit 1
