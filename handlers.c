@@ -12,6 +12,8 @@
 #include "server.h"
 #include "sftp.h"
 
+struct server srv;
+
 #define HANDLER(t, n, w, io, f) {n, NULL, NULL, t, w, io, f, #f}
 #define EXTENSION(e, v, n, w, f) {n, e, v, 0, w, 0, f, #f}
 

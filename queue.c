@@ -30,6 +30,25 @@ void queue_init(const struct queue_limits *lim)
 	limits = *lim;
 }
 
+struct request *request_new(const uint8_t *packet, size_t len,
+			    size_t max_reply)
+{
+	struct request *req;
+
+	if (len == 0 || (req = calloc(1, sizeof(*req))) == NULL)
+		return NULL;
+	if ((req->packet = malloc(len)) == NULL) {
+		free(req);
+		return NULL;
+	}
+	memcpy(req->packet, packet, len);
+	req->packet_len = len;
+	req->type = req->packet[0];
+	rbuf_init(&req->body, req->packet + 1, len - 1);
+	wbuf_init(&req->reply, max_reply);
+	return req;
+}
+
 void request_free(struct request *req)
 {
 	free(req->packet);

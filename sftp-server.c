@@ -34,8 +34,6 @@
 #define PIPE_SIZE (1024 * 1024)
 #define MAX_IOV 64
 
-struct server srv;
-
 static uint8_t *input;
 static size_t input_len;
 static int input_eof;   /* stdin returned 0 */
@@ -133,14 +131,9 @@ static void frame_input(void)
 		}
 		if (input_len - off - 4 < len)
 			break;
-		if ((req = calloc(1, sizeof(*req))) == NULL ||
-		    (req->packet = malloc(len)) == NULL)
+		req = request_new(input + off + 4, len, MAX_REPLY_PACKET);
+		if (req == NULL)
 			fatal_exit(255, "frame_input: out of memory");
-		memcpy(req->packet, input + off + 4, len);
-		req->packet_len = len;
-		req->type = req->packet[0];
-		rbuf_init(&req->body, req->packet + 1, len - 1);
-		wbuf_init(&req->reply, MAX_REPLY_PACKET);
 		queue_admit(req);
 		off += 4 + len;
 	}

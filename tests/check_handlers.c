@@ -1,0 +1,277 @@
+/* Unit tests of the request table: dispatch, -R, -P, -p, the VERSION
+ * extension list and the before-init rule. */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "log.h"
+#include "queue.h"
+#include "server.h"
+#include "sftp.h"
+
+static void reset_server(void)
+{
+	memset(&srv, 0, sizeof(srv));
+	srv.client_version = 3;
+	srv.user = "tester";
+	srv.client_addr = "UNKNOWN";
+	log_init("check_handlers", LOG_LEVEL_QUIET, 0, 1);
+}
+
+/* A request from a type and body. */
+static struct request *make_request(uint8_t type, const void *body,
+				    size_t len)
+{
+	uint8_t packet[512];
+	struct request *req;
+
+	packet[0] = type;
+	memcpy(packet + 1, body, len);
+	req = request_new(packet, len + 1, 4096);
+	ck_assert_ptr_nonnull(req);
+	return req;
+}
+
+/* Status code of a STATUS reply, or -1 for another reply type. */
+static int reply_status(const struct request *req)
+{
+	if (req->reply.len < 13 || req->reply.data[4] != SSH2_FXP_STATUS)
+		return -1;
+	return (int)peek_u32(req->reply.data + 9);
+}
+
+static const struct handler *ext(const char *name)
+{
+	return handler_for_extension((const uint8_t *)name, strlen(name));
+}
+
+START_TEST(test_table_lookups)
+{
+	ck_assert_str_eq(handler_for_type(SSH2_FXP_OPEN)->name, "open");
+	ck_assert_str_eq(handler_for_type(SSH2_FXP_SYMLINK)->name, "symlink");
+	ck_assert_ptr_null(handler_for_type(SSH2_FXP_INIT));
+	ck_assert_ptr_null(handler_for_type(SSH2_FXP_EXTENDED));
+	ck_assert_ptr_null(handler_for_type(99));
+	ck_assert_str_eq(ext("copy-data")->name, "copy-data");
+	ck_assert_str_eq(ext("posix-rename@openssh.com")->name,
+			 "posix-rename");
+	ck_assert_ptr_null(ext("posix-rename"));
+	ck_assert_ptr_null(ext("check-file"));
+	ck_assert(handler_for_type(SSH2_FXP_READ)->is_io);
+	ck_assert(handler_for_type(SSH2_FXP_WRITE)->is_io);
+	ck_assert(!handler_for_type(SSH2_FXP_CLOSE)->is_io);
+}
+END_TEST
+
+START_TEST(test_readonly_refuses_writers)
+{
+	static const char *writers[] = {
+		"write",    "setstat",      "fsetstat", "remove",
+		"mkdir",    "rmdir",        "rename",   "symlink"};
+	static const char *ext_writers[] = {
+		"posix-rename@openssh.com", "hardlink@openssh.com",
+		"fsync@openssh.com", "lsetstat@openssh.com", "copy-data"};
+	int type, refused = 0;
+	size_t i;
+
+	reset_server();
+	srv.opt.readonly = 1;
+	for (type = 0; type < 256; type++) {
+		const struct handler *h = handler_for_type((uint8_t)type);
+
+		if (h != NULL && !request_permitted(h))
+			refused++;
+	}
+	ck_assert_int_eq(refused, 8);
+	for (i = 0; i < sizeof(writers) / sizeof(writers[0]); i++) {
+		int found = 0;
+
+		for (type = 0; type < 256; type++) {
+			const struct handler *h =
+				handler_for_type((uint8_t)type);
+			if (h != NULL && strcmp(h->name, writers[i]) == 0)
+				found = !request_permitted(h);
+		}
+		ck_assert_msg(found, "%s not refused", writers[i]);
+	}
+	for (i = 0; i < sizeof(ext_writers) / sizeof(ext_writers[0]); i++)
+		ck_assert(!request_permitted(ext(ext_writers[i])));
+	ck_assert(request_permitted(ext("statvfs@openssh.com")));
+	ck_assert(request_permitted(handler_for_type(SSH2_FXP_OPEN)));
+}
+END_TEST
+
+START_TEST(test_deny_and_allow_lists)
+{
+	reset_server();
+	srv.opt.denied = "read,fsync";
+	ck_assert(!request_permitted(handler_for_type(SSH2_FXP_READ)));
+	ck_assert(request_permitted(handler_for_type(SSH2_FXP_WRITE)));
+	ck_assert(!request_permitted(ext("fsync@openssh.com")));
+	srv.opt.denied = NULL;
+	srv.opt.allowed = "realpath,stat,limits";
+	ck_assert(request_permitted(handler_for_type(SSH2_FXP_REALPATH)));
+	ck_assert(request_permitted(ext("limits@openssh.com")));
+	ck_assert(!request_permitted(handler_for_type(SSH2_FXP_LSTAT)));
+	/* Names are exact and case-sensitive. */
+	srv.opt.allowed = "Stat";
+	ck_assert(!request_permitted(handler_for_type(SSH2_FXP_STAT)));
+	/* Deny wins over allow. */
+	srv.opt.allowed = "stat";
+	srv.opt.denied = "stat";
+	ck_assert(!request_permitted(handler_for_type(SSH2_FXP_STAT)));
+}
+END_TEST
+
+/* The extension names of a VERSION reply built by compose_extensions. */
+static char *extension_names(void)
+{
+	static char names[1024];
+	struct wbuf w;
+	struct rbuf r;
+	char *name, *version;
+
+	wbuf_init(&w, 4096);
+	ck_assert_int_eq(compose_extensions(&w), BUF_OK);
+	rbuf_init(&r, w.data, w.len);
+	names[0] = '\0';
+	while (rbuf_left(&r) > 0) {
+		ck_assert_int_eq(rbuf_get_cstring(&r, &name), BUF_OK);
+		ck_assert_int_eq(rbuf_get_cstring(&r, &version), BUF_OK);
+		strcat(names, name);
+		strcat(names, "=");
+		strcat(names, version);
+		strcat(names, " ");
+		free(name);
+		free(version);
+	}
+	wbuf_free(&w);
+	return names;
+}
+
+START_TEST(test_version_extensions)
+{
+	reset_server();
+	ck_assert_str_eq(extension_names(),
+			 "posix-rename@openssh.com=1 statvfs@openssh.com=2 "
+			 "fstatvfs@openssh.com=2 hardlink@openssh.com=1 "
+			 "fsync@openssh.com=1 lsetstat@openssh.com=1 "
+			 "limits@openssh.com=1 expand-path@openssh.com=1 "
+			 "copy-data=1 home-directory=1 "
+			 "users-groups-by-id@openssh.com=1 ");
+	srv.opt.readonly = 1;
+	ck_assert_str_eq(extension_names(),
+			 "statvfs@openssh.com=2 fstatvfs@openssh.com=2 "
+			 "limits@openssh.com=1 expand-path@openssh.com=1 "
+			 "home-directory=1 users-groups-by-id@openssh.com=1 ");
+	srv.opt.readonly = 0;
+	srv.opt.allowed = "realpath,stat";
+	ck_assert_str_eq(extension_names(), "");
+}
+END_TEST
+
+START_TEST(test_before_init_is_fatal)
+{
+	static const uint8_t id[] = {0, 0, 0, 1, 0, 0, 0, 0};
+	struct request *req;
+
+	reset_server();
+	req = make_request(SSH2_FXP_REALPATH, id, sizeof(id));
+	ck_assert_int_eq(request_start(req), HANDLER_PARSE_ERROR);
+	ck_assert_str_eq(req->fatal, "Received 16 request before init");
+	request_free(req);
+	req = make_request(SSH2_FXP_EXTENDED, id, sizeof(id));
+	ck_assert_int_eq(request_start(req), HANDLER_PARSE_ERROR);
+	ck_assert_str_eq(req->fatal, "Received extended request before init");
+	request_free(req);
+}
+END_TEST
+
+START_TEST(test_init_and_unknowns)
+{
+	static const uint8_t version[] = {0, 0, 0, 3};
+	static const uint8_t unknown_ext[] = {0, 0, 0, 9, 0, 0, 0, 3,
+					      'f', 'o', 'o'};
+	static const uint8_t denied_read[] = {0, 0, 0, 5, 0, 0, 0, 4,
+					      0, 0, 0, 0, 0, 0, 0, 0,
+					      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	struct request *req;
+
+	reset_server();
+	req = make_request(SSH2_FXP_INIT, version, sizeof(version));
+	ck_assert_int_eq(request_start(req), HANDLER_DONE);
+	ck_assert_uint_eq(req->reply.data[4], SSH2_FXP_VERSION);
+	ck_assert_uint_eq(peek_u32(req->reply.data + 5), 3);
+	ck_assert_uint_eq(peek_u32(req->reply.data), req->reply.len - 4);
+	ck_assert(srv.init_done);
+	request_free(req);
+
+	/* Unknown types get no reply at all, as from OpenSSH. */
+	req = make_request(99, version, sizeof(version));
+	ck_assert_int_eq(request_start(req), HANDLER_DONE);
+	ck_assert_uint_eq(req->reply.len, 0);
+	request_free(req);
+
+	req = make_request(SSH2_FXP_EXTENDED, unknown_ext,
+			   sizeof(unknown_ext));
+	ck_assert_int_eq(request_start(req), HANDLER_DONE);
+	ck_assert_int_eq(reply_status(req), SSH2_FX_OP_UNSUPPORTED);
+	ck_assert_uint_eq(peek_u32(req->reply.data + 5), 9);
+	request_free(req);
+
+	srv.opt.denied = "read";
+	req = make_request(SSH2_FXP_READ, denied_read, sizeof(denied_read));
+	ck_assert_int_eq(request_start(req), HANDLER_DONE);
+	ck_assert_int_eq(reply_status(req), SSH2_FX_PERMISSION_DENIED);
+	request_free(req);
+
+	/* A body too short for its fields is a parse error. */
+	srv.opt.denied = NULL;
+	req = make_request(SSH2_FXP_READ, denied_read, 10);
+	ck_assert_int_eq(request_start(req), HANDLER_PARSE_ERROR);
+	request_free(req);
+}
+END_TEST
+
+START_TEST(test_old_clients_get_bare_status)
+{
+	static const uint8_t version[] = {0, 0, 0, 2};
+	static const uint8_t unknown_ext[] = {0, 0, 0, 9, 0, 0, 0, 1, 'x'};
+	struct request *req;
+
+	reset_server();
+	req = make_request(SSH2_FXP_INIT, version, sizeof(version));
+	ck_assert_int_eq(request_start(req), HANDLER_DONE);
+	request_free(req);
+	req = make_request(SSH2_FXP_EXTENDED, unknown_ext,
+			   sizeof(unknown_ext));
+	ck_assert_int_eq(request_start(req), HANDLER_DONE);
+	ck_assert_uint_eq(req->reply.len, 13);
+	request_free(req);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("handlers");
+	TCase *tc = tcase_create("table");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_table_lookups);
+	tcase_add_test(tc, test_readonly_refuses_writers);
+	tcase_add_test(tc, test_deny_and_allow_lists);
+	tcase_add_test(tc, test_version_extensions);
+	tcase_add_test(tc, test_before_init_is_fatal);
+	tcase_add_test(tc, test_init_and_unknowns);
+	tcase_add_test(tc, test_old_clients_get_bare_status);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}

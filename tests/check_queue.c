@@ -1,0 +1,309 @@
+/* Unit tests of queue.c with a fake back end that completes operations in
+ * a seeded random order and often short.  Every reply is checked against a
+ * model that applies the requests one at a time in arrival order: that is
+ * what the draft's §6.1 promises a client. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "handle.h"
+#include "log.h"
+#include "queue.h"
+#include "server.h"
+#include "sftp.h"
+
+#define FAKE_DEPTH 8
+#define MAX_REQUESTS 16
+#define FILE_SPAN 65536
+#define NUM_REQUESTS 400
+
+/* ---- the fake back end ---- */
+
+static struct io_op *pending[FAKE_DEPTH];
+static unsigned num_pending;
+
+static int ranges_overlap(const struct io_op *a, const struct io_op *b)
+{
+	return a->offset < b->offset + b->len && b->offset < a->offset + a->len;
+}
+
+static int fake_init(unsigned depth)
+{
+	(void)depth;
+	num_pending = 0;
+	return 0;
+}
+
+static int fake_submit(struct io_op *op)
+{
+	unsigned i;
+
+	if (num_pending >= FAKE_DEPTH)
+		return -EBUSY;
+	/* Rule 2: overlapping operations with a write never run together
+	 * (both handles are one file). */
+	for (i = 0; i < num_pending; i++)
+		ck_assert_msg(!((op->opcode == IO_WRITE ||
+				 pending[i]->opcode == IO_WRITE) &&
+				ranges_overlap(op, pending[i])),
+			      "overlapping write in flight");
+	pending[num_pending++] = op;
+	return 0;
+}
+
+static int fake_flush(void)
+{
+	return 0;
+}
+
+static int fake_completion_fd(void)
+{
+	return -1;
+}
+
+/* Finish one random operation, moving a random prefix of it. */
+static int fake_reap(struct io_op **done, int max, int wait)
+{
+	struct io_op *op;
+	size_t len;
+	unsigned i;
+
+	(void)wait;
+	if (num_pending == 0 || max < 1)
+		return 0;
+	i = (unsigned)rand() % num_pending;
+	op = pending[i];
+	pending[i] = pending[--num_pending];
+	len = op->len;
+	if (len > 1 && rand() % 3 == 0)
+		len = 1 + (size_t)rand() % (len - 1);
+	if (op->opcode == IO_READ)
+		op->result = pread(op->fd, op->buf, len, (off_t)op->offset);
+	else if (op->opcode == IO_WRITE)
+		op->result = pwrite(op->fd, op->buf, len, (off_t)op->offset);
+	else
+		op->result = 0;
+	if (op->result < 0)
+		op->result = -errno;
+	done[0] = op;
+	return 1;
+}
+
+static unsigned fake_in_flight(void)
+{
+	return num_pending;
+}
+
+static void fake_shutdown(void)
+{
+}
+
+static const struct io_backend fake_backend = {
+	"fake",		 fake_init,	 fake_submit,	 fake_flush,
+	fake_completion_fd, fake_reap, fake_in_flight, fake_shutdown,
+};
+
+/* ---- requests and the model ---- */
+
+struct expected {
+	uint8_t type;      /* reply type */
+	uint32_t status;   /* for STATUS */
+	uint64_t size;     /* for ATTRS */
+	size_t len;        /* for DATA */
+	uint8_t *data;
+};
+
+static uint8_t model[FILE_SPAN * 2];
+static uint64_t model_size;
+static int handles[2];
+
+static size_t put_header(uint8_t *p, uint8_t type, uint32_t id, int handle)
+{
+	p[0] = type;
+	poke_u32(p + 1, id);
+	poke_u32(p + 5, 4);
+	poke_u32(p + 9, (uint32_t)handle);
+	return 13;
+}
+
+static size_t make_write(uint8_t *p, uint32_t id, struct expected *e)
+{
+	uint64_t off = (uint64_t)rand() % FILE_SPAN;
+	uint32_t len = 1 + (uint32_t)rand() % 8192;
+	size_t n = put_header(p, SSH2_FXP_WRITE, id, handles[rand() % 2]);
+	uint32_t i;
+
+	poke_u64(p + n, off);
+	poke_u32(p + n + 8, len);
+	for (i = 0; i < len; i++)
+		p[n + 12 + i] = (uint8_t)rand();
+	memcpy(model + off, p + n + 12, len);
+	if (off + len > model_size)
+		model_size = off + len;
+	e->type = SSH2_FXP_STATUS;
+	e->status = SSH2_FX_OK;
+	return n + 12 + len;
+}
+
+static size_t make_read(uint8_t *p, uint32_t id, struct expected *e)
+{
+	uint64_t off = (uint64_t)rand() % (FILE_SPAN + 4096);
+	uint32_t len = 1 + (uint32_t)rand() % 16384;
+	size_t n = put_header(p, SSH2_FXP_READ, id, handles[rand() % 2]);
+
+	poke_u64(p + n, off);
+	poke_u32(p + n + 8, len);
+	if (off >= model_size) {
+		e->type = SSH2_FXP_STATUS;
+		e->status = SSH2_FX_EOF;
+	} else {
+		e->type = SSH2_FXP_DATA;
+		e->len = off + len > model_size ? model_size - off : len;
+		e->data = malloc(e->len);
+		memcpy(e->data, model + off, e->len);
+	}
+	return n + 12;
+}
+
+static size_t make_fstat(uint8_t *p, uint32_t id, struct expected *e)
+{
+	e->type = SSH2_FXP_ATTRS;
+	e->size = model_size;
+	return put_header(p, SSH2_FXP_FSTAT, id, handles[rand() % 2]);
+}
+
+static void check_reply(const uint8_t *p, size_t len, uint32_t id,
+			const struct expected *e)
+{
+	ck_assert_uint_ge(len, 9);
+	ck_assert_uint_eq(peek_u32(p), len - 4);
+	ck_assert_uint_eq(p[4], e->type);
+	ck_assert_uint_eq(peek_u32(p + 5), id); /* arrival order */
+	if (e->type == SSH2_FXP_STATUS) {
+		ck_assert_uint_eq(peek_u32(p + 9), e->status);
+	} else if (e->type == SSH2_FXP_DATA) {
+		ck_assert_uint_eq(peek_u32(p + 9), e->len);
+		ck_assert_uint_eq(len, 13 + e->len);
+		ck_assert(memcmp(p + 13, e->data, e->len) == 0);
+	} else {
+		/* flags, then the size comes first */
+		ck_assert_uint_eq(peek_u32(p + 9) & SSH2_FILEXFER_ATTR_SIZE, 1);
+		ck_assert_uint_eq((uint64_t)peek_u32(p + 13) << 32 |
+					  peek_u32(p + 17),
+				  e->size);
+	}
+}
+
+/* Collect every reply the queue has ready and check it. */
+static void drain_output(uint32_t *next_id, struct expected *exp)
+{
+	struct iovec iov[64];
+	size_t total = 0;
+	int i, n;
+
+	queue_output_consumed(0);
+	n = queue_output_iov(iov, 64);
+	for (i = 0; i < n; i++) {
+		check_reply(iov[i].iov_base, iov[i].iov_len, *next_id,
+			    &exp[*next_id]);
+		free(exp[*next_id].data);
+		(*next_id)++;
+		total += iov[i].iov_len;
+	}
+	if (total > 0)
+		queue_output_consumed(total);
+}
+
+static void run_seed(unsigned seed)
+{
+	static uint8_t packets[NUM_REQUESTS][8192 + 64];
+	static size_t lengths[NUM_REQUESTS];
+	static struct expected exp[NUM_REQUESTS];
+	struct io_op *done[1];
+	uint32_t admitted = 0, replied = 0;
+	unsigned turns = 0;
+	int kind, i;
+
+	srand(seed);
+	memset(model, 0, sizeof(model));
+	memset(exp, 0, sizeof(exp));
+	model_size = 0;
+	ck_assert_int_eq(
+		ftruncate(handle_get(handles[0], HANDLE_FILE)->fd, 0), 0);
+	for (i = 0; i < NUM_REQUESTS; i++) {
+		kind = rand() % 10;
+		if (kind < 5)
+			lengths[i] = make_write(packets[i], i, &exp[i]);
+		else if (kind < 9)
+			lengths[i] = make_read(packets[i], i, &exp[i]);
+		else
+			lengths[i] = make_fstat(packets[i], i, &exp[i]);
+	}
+	while (replied < NUM_REQUESTS) {
+		while (admitted < NUM_REQUESTS && queue_has_room()) {
+			queue_admit(request_new(packets[admitted],
+						lengths[admitted], 65536));
+			admitted++;
+		}
+		ck_assert_uint_le(queue_count(), MAX_REQUESTS);
+		queue_dispatch();
+		drain_output(&replied, exp);
+		if (backend->reap(done, 1, 0) == 1)
+			queue_complete(done[0]);
+		/* No request waits forever: a bound on the turns. */
+		ck_assert_uint_lt(++turns, NUM_REQUESTS * 100);
+	}
+	ck_assert(queue_idle());
+}
+
+START_TEST(test_random_completion_order)
+{
+	struct queue_limits lim = {MAX_REQUESTS, 1 << 20};
+	char path[] = "/tmp/check_queue.XXXXXX";
+	int fd1, fd2;
+	unsigned seed;
+
+	memset(&srv, 0, sizeof(srv));
+	srv.init_done = 1;
+	srv.client_version = 3;
+	log_init("check_queue", LOG_LEVEL_QUIET, 0, 1);
+	backend = &fake_backend;
+	backend->init(FAKE_DEPTH);
+	queue_init(&lim);
+	ck_assert_int_ge(fd1 = mkstemp(path), 0);
+	ck_assert_int_ge(fd2 = open(path, O_RDWR), 0);
+	unlink(path);
+	handles[0] = handle_new(HANDLE_FILE, "one", fd1, NULL, O_RDWR);
+	handles[1] = handle_new(HANDLE_FILE, "two", fd2, NULL, O_RDWR);
+	ck_assert_int_ge(handles[0], 0);
+	ck_assert_int_ge(handles[1], 0);
+	for (seed = 1; seed <= 200; seed++)
+		run_seed(seed);
+	handle_close(handles[0]);
+	handle_close(handles[1]);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("queue");
+	TCase *tc = tcase_create("ordering");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_random_completion_order);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
