@@ -20,7 +20,6 @@ int backend_start(enum backend_choice choice, unsigned depth)
 	rc = uring_backend.init(depth);
 	if (rc == 0) {
 		backend = &uring_backend;
-		debug("I/O back end: io_uring, depth %u", depth);
 		return 0;
 	}
 	if (choice == BACKEND_URING)

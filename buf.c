@@ -94,15 +94,20 @@ int rbuf_get_string(struct rbuf *r, const uint8_t **p, size_t *len)
 
 int rbuf_get_cstring(struct rbuf *r, char **s)
 {
-	const uint8_t *p;
+	const uint8_t *p, *nul;
 	size_t len, saved = r->off;
 	int rc;
 
 	if ((rc = rbuf_get_string(r, &p, &len)) != BUF_OK)
 		return rc;
-	if (memchr(p, '\0', len) != NULL) {
-		r->off = saved;
-		return BUF_ERR_FORMAT;
+	/* One NUL as the last byte ends the string (as OpenSSH's sshbuf
+	 * allows); a NUL anywhere else is a format error. */
+	if ((nul = memchr(p, '\0', len)) != NULL) {
+		if (nul != p + len - 1) {
+			r->off = saved;
+			return BUF_ERR_FORMAT;
+		}
+		len--;
 	}
 	if ((*s = malloc(len + 1)) == NULL) {
 		r->off = saved;

@@ -66,17 +66,89 @@ static void send_result(struct request *req, int rc)
 		send_status(req, SSH2_FX_OK);
 }
 
-static int get_two_paths(struct request *req, char **a, char **b)
+/* sshbuf refuses a string whose length word passes its 128 MiB cap before
+ * it looks at what is left, and says so differently. */
+#define SSHBUF_STRING_MAX (0x8000000 - 4)
+
+/* OpenSSH's ssh_err() text for a field that could not be read; is_string
+ * when that field is a string. */
+static const char *field_error(const struct rbuf *r, int rc, int is_string)
 {
-	*a = NULL;
-	*b = NULL;
-	if (rbuf_get_cstring(&req->body, a) != BUF_OK)
+	if (rc == BUF_ERR_FORMAT)
+		return "invalid format";
+	if (rc == BUF_ERR_NOMEM)
+		return "memory allocation failed";
+	if (is_string && rbuf_left(r) >= 4 &&
+	    peek_u32(r->data + r->off) > SSHBUF_STRING_MAX)
+		return "string is too large";
+	return "incomplete message";
+}
+
+/* A malformed body is fatal; record the line OpenSSH logs for it, which
+ * names its function and step. */
+static int parse_fail(struct request *req, const char *fn, const char *what,
+                      const char *why)
+{
+	snprintf(req->fatal, sizeof(req->fatal), "%s: %s: %s", fn, what, why);
+	return -1;
+}
+
+/* OpenSSH 9.2's text for attributes that failed to decode; saved is the
+ * reader as it was before.  Our decoder refuses more than 0x100000
+ * extended pairs up front, as 9.4 does; 9.2 simply runs out of packet
+ * there, so it says "incomplete message". */
+static const char *attrib_error(struct rbuf saved, int rc)
+{
+	uint32_t flags, count;
+	size_t fixed = 0;
+
+	if (rc != BUF_ERR_FORMAT)
+		return "incomplete message";
+	if (rbuf_get_u32(&saved, &flags) != BUF_OK)
+		return "invalid format";
+	if (flags & SSH2_FILEXFER_ATTR_SIZE)
+		fixed += 8;
+	if (flags & SSH2_FILEXFER_ATTR_UIDGID)
+		fixed += 8;
+	if (flags & SSH2_FILEXFER_ATTR_PERMISSIONS)
+		fixed += 4;
+	if (flags & SSH2_FILEXFER_ATTR_ACMODTIME)
+		fixed += 8;
+	if (rbuf_skip(&saved, fixed) == BUF_OK &&
+	    rbuf_get_u32(&saved, &count) == BUF_OK && count > 0x100000)
+		return "incomplete message";
+	return "invalid format";
+}
+
+static int get_path(struct request *req, const char *fn, char **path)
+{
+	int rc = rbuf_get_cstring(&req->body, path);
+
+	if (rc != BUF_OK)
+		return parse_fail(req, fn, "parse",
+		                  field_error(&req->body, rc, 1));
+	return 0;
+}
+
+static int get_two_paths(struct request *req, const char *fn, char **a,
+                         char **b)
+{
+	if (get_path(req, fn, a) != 0)
 		return -1;
-	if (rbuf_get_cstring(&req->body, b) != BUF_OK) {
+	if (get_path(req, fn, b) != 0) {
 		free(*a);
-		*a = NULL;
 		return -1;
 	}
+	return 0;
+}
+
+static int get_handle(struct request *req, const char *fn, int *idx)
+{
+	int rc = handle_parse(&req->body, idx);
+
+	if (rc != BUF_OK)
+		return parse_fail(req, fn, "parse",
+		                  field_error(&req->body, rc, 1));
 	return 0;
 }
 
@@ -87,7 +159,8 @@ int process_extended_posix_rename(struct request *req)
 {
 	char *oldpath, *newpath;
 
-	if (get_two_paths(req, &oldpath, &newpath) != 0)
+	if (get_two_paths(req, "process_extended_posix_rename", &oldpath,
+	                  &newpath) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: posix-rename", req->id);
 	logit("posix-rename old \"%s\" new \"%s\"", oldpath, newpath);
@@ -101,7 +174,8 @@ int process_extended_hardlink(struct request *req)
 {
 	char *oldpath, *newpath;
 
-	if (get_two_paths(req, &oldpath, &newpath) != 0)
+	if (get_two_paths(req, "process_extended_hardlink", &oldpath,
+	                  &newpath) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: hardlink", req->id);
 	logit("hardlink old \"%s\" new \"%s\"", oldpath, newpath);
@@ -144,7 +218,7 @@ int process_extended_statvfs(struct request *req)
 	struct statvfs st;
 	char *path;
 
-	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
+	if (get_path(req, "process_extended_statvfs", &path) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: statvfs", req->id);
 	logit("statvfs \"%s\"", path);
@@ -162,7 +236,7 @@ int process_extended_fstatvfs(struct request *req)
 	struct handle *h;
 	int idx;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK)
+	if (get_handle(req, "process_extended_fstatvfs", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug("request %u: fstatvfs \"%s\" (handle %u)", req->id,
 	      handle_name(idx), (unsigned)handle_number(idx));
@@ -187,7 +261,7 @@ int process_extended_fsync(struct request *req)
 	ssize_t rc;
 	int idx;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK)
+	if (get_handle(req, "process_extended_fsync", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: fsync (handle %u)", req->id,
 	       (unsigned)handle_number(idx));
@@ -252,13 +326,19 @@ static uint32_t setstat_nofollow(const char *name, const struct attrib *a)
 
 int process_extended_lsetstat(struct request *req)
 {
+	struct rbuf saved;
 	struct attrib a;
 	char *name;
+	int rc;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+	if (get_path(req, "process_extended_lsetstat", &name) != 0)
 		return HANDLER_PARSE_ERROR;
-	if (attrib_decode(&req->body, &a) != BUF_OK) {
+	saved = req->body;
+	rc = attrib_decode(&req->body, &a);
+	if (rc != BUF_OK) {
 		free(name);
+		parse_fail(req, "process_extended_lsetstat", "parse",
+		           attrib_error(saved, rc));
 		return HANDLER_PARSE_ERROR;
 	}
 	debug("request %u: lsetstat name \"%s\"", req->id, name);
@@ -377,7 +457,7 @@ int process_extended_expand(struct request *req)
 	char *path, *full;
 	int no_user;
 
-	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
+	if (get_path(req, "process_extended_expand", &path) != 0)
 		return HANDLER_PARSE_ERROR;
 	if (getcwd(cwd, sizeof(cwd)) == NULL) {
 		send_status(req, errno_to_status(errno));
@@ -493,6 +573,41 @@ static int copy_check_offsets(const struct copy_job *job, uint32_t *status)
 	return 0;
 }
 
+/* Copy one chunk of up to len bytes and advance the positions.  Returns 1
+ * when bytes were copied, 0 at end of file, or -1 after a logged error with
+ * *status set from its errno. */
+static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
+                      uint64_t *rpos, uint64_t *wpos, uint32_t *status)
+{
+	size_t written;
+	ssize_t n;
+	int rc;
+
+	n = read_chunk(job->from->fd, *rpos, buf, len);
+	if (n == 0)
+		return 0;
+	if (n < 0) {
+		error("process_extended_copy_data: read failed: %s",
+		      strerror((int)-n));
+		*status = errno_to_status((int)-n);
+		return -1;
+	}
+	*rpos += (uint64_t)n;
+	job->from->bytes_read += (uint64_t)n;
+	rc = write_chunk(job->to->fd, *wpos, buf, (size_t)n, &written);
+	if (rc < 0) {
+		error("process_extended_copy_data: write failed: %llu != %llu: "
+		      "%s",
+		      (unsigned long long)written, (unsigned long long)n,
+		      strerror(-rc));
+		*status = errno_to_status(-rc);
+		return -1;
+	}
+	*wpos += (uint64_t)n;
+	job->to->bytes_written += (uint64_t)n;
+	return 1;
+}
+
 /* The copy loop.  The length is taken off before each chunk is read, so end
  * of file inside the last chunk still counts as success, and only an end
  * of file before it gives EOF; in to-EOF mode end of file is success. */
@@ -501,8 +616,8 @@ static uint32_t copy_run(struct copy_job *job)
 	static uint8_t buf[COPY_CHUNK];
 	uint64_t rpos = job->read_off, wpos = job->write_off;
 	uint64_t left = job->read_len;
-	size_t len, written;
-	ssize_t n;
+	uint32_t status = SSH2_FX_OK;
+	size_t len;
 	int rc;
 
 	/* The kernel ignores the offset on an append descriptor, but still
@@ -512,42 +627,46 @@ static uint32_t copy_run(struct copy_job *job)
 	while (left > 0 || job->to_eof) {
 		len = left < COPY_CHUNK ? (size_t)left : COPY_CHUNK;
 		left -= len;
-		n = read_chunk(job->from->fd, rpos, buf, len);
-		if (n == 0)
-			return job->to_eof || left == 0 ? SSH2_FX_OK
-			                                : SSH2_FX_EOF;
-		if (n < 0) {
-			error("process_extended_copy_data: read failed: %s",
-			      strerror((int)-n));
-			return errno_to_status((int)-n);
-		}
-		rpos += (uint64_t)n;
-		job->from->bytes_read += (uint64_t)n;
-		rc = write_chunk(job->to->fd, wpos, buf, (size_t)n, &written);
-		if (rc < 0) {
-			error("process_extended_copy_data: write failed: "
-			      "%llu != %llu: %s",
-			      (unsigned long long)written,
-			      (unsigned long long)n, strerror(-rc));
-			return errno_to_status(-rc);
-		}
-		wpos += (uint64_t)n;
-		job->to->bytes_written += (uint64_t)n;
+		rc = copy_chunk(job, buf, len, &rpos, &wpos, &status);
+		if (rc == 0)
+			status = job->to_eof ? SSH2_FX_OK : SSH2_FX_EOF;
+		if (rc <= 0)
+			break;
 	}
-	return SSH2_FX_OK;
+	/* OpenSSH 9.2 answers OK once the whole length was taken off, even
+	 * when the last chunk failed: the error is only logged.  We give the
+	 * same answer so that clients see what 9.2 sends. */
+	if (left == 0)
+		status = SSH2_FX_OK;
+	return status;
 }
 
+/* The fields in order; OpenSSH names this step "buffer error". */
 static int copy_parse(struct request *req, int *rh, int *wh,
                       struct copy_job *job)
 {
 	struct rbuf *r = &req->body;
+	int rc, is_string = 1;
 
-	if (handle_parse(r, rh) != BUF_OK ||
-	    rbuf_get_u64(r, &job->read_off) != BUF_OK ||
-	    rbuf_get_u64(r, &job->read_len) != BUF_OK ||
-	    handle_parse(r, wh) != BUF_OK ||
-	    rbuf_get_u64(r, &job->write_off) != BUF_OK)
-		return -1;
+	rc = handle_parse(r, rh);
+	if (rc == BUF_OK) {
+		is_string = 0;
+		rc = rbuf_get_u64(r, &job->read_off);
+	}
+	if (rc == BUF_OK)
+		rc = rbuf_get_u64(r, &job->read_len);
+	if (rc == BUF_OK) {
+		is_string = 1;
+		rc = handle_parse(r, wh);
+	}
+	if (rc == BUF_OK) {
+		is_string = 0;
+		rc = rbuf_get_u64(r, &job->write_off);
+	}
+	if (rc != BUF_OK)
+		return parse_fail(req, "process_extended_copy_data",
+		                  "buffer error",
+		                  field_error(r, rc, is_string));
 	return 0;
 }
 
@@ -594,7 +713,7 @@ int process_extended_home_directory(struct request *req)
 {
 	char *user;
 
-	if (rbuf_get_cstring(&req->body, &user) != BUF_OK)
+	if (get_path(req, "process_extended_home_directory", &user) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: home-directory \"%s\"", req->id, user);
 	if (getpwnam(user) == NULL) {
@@ -609,11 +728,13 @@ int process_extended_home_directory(struct request *req)
 
 /* ---- users-groups-by-id -------------------------------------------- */
 
-/* Append one name string per id in ids (a packed uint32 list) to out.
- * Unknown ids get "".  A trailing part of an id is malformed: -1, after
- * the whole ids before it were looked up, as in OpenSSH. */
-static int put_names(struct wbuf *out, const uint8_t *ids, size_t len,
-                     int groups, unsigned *count)
+#define UGID_FN "process_extended_get_users_groups_by_id"
+
+/* Append one name string per id in ids (a packed uint32 list) to out;
+ * unknown ids get "".  A trailing part of an id is malformed, noticed (as
+ * in OpenSSH) only after the whole ids before it were looked up. */
+static int put_names(struct request *req, struct wbuf *out, const uint8_t *ids,
+                     size_t len, int groups, unsigned *count)
 {
 	const char *kind = groups ? "gid" : "uid";
 	const char *name;
@@ -631,13 +752,16 @@ static int put_names(struct wbuf *out, const uint8_t *ids, size_t len,
 
 			name = pw != NULL ? pw->pw_name : "";
 		}
-		debug3("process_extended_get_users_groups_by_id: %s %u => "
-		       "\"%s\"",
-		       kind, id, name);
+		debug3(UGID_FN ": %s %u => \"%s\"", kind, id, name);
 		put_check(wbuf_put_cstring(out, name));
 		(*count)++;
 	}
-	return i == len ? 0 : -1;
+	if (i != len)
+		return parse_fail(req, UGID_FN,
+		                  groups ? "parse inner gid"
+		                         : "parse inner uid",
+		                  "incomplete message");
+	return 0;
 }
 
 int process_extended_get_users_groups_by_id(struct request *req)
@@ -648,12 +772,15 @@ int process_extended_get_users_groups_by_id(struct request *req)
 	unsigned nusers = 0, ngroups = 0;
 	int rc;
 
-	if (rbuf_get_string(&req->body, &uids, &nuids) != BUF_OK ||
-	    rbuf_get_string(&req->body, &gids, &ngids) != BUF_OK)
+	rc = rbuf_get_string(&req->body, &uids, &nuids);
+	if (rc == BUF_OK)
+		rc = rbuf_get_string(&req->body, &gids, &ngids);
+	if (rc != BUF_OK) {
+		parse_fail(req, UGID_FN, "parse",
+		           field_error(&req->body, rc, 1));
 		return HANDLER_PARSE_ERROR;
-	debug("process_extended_get_users_groups_by_id: uids len = %zu, "
-	      "gids len = %zu",
-	      nuids, ngids);
+	}
+	debug(UGID_FN ": uids len = %zu, gids len = %zu", nuids, ngids);
 
 	/* Each list is bounded by the request (at most 256 KiB of ids); the
 	 * reply buffer's own limit decides whether the answer fits. */
@@ -661,8 +788,8 @@ int process_extended_get_users_groups_by_id(struct request *req)
 	wbuf_init(&groups, (size_t)UINT32_MAX);
 	/* 9.2 counts the groups into the users in the verbose line (fixed in
 	 * 10.3); we log what 9.2 logs. */
-	if (put_names(&users, uids, nuids, 0, &nusers) != 0 ||
-	    put_names(&groups, gids, ngids, 1, &nusers) != 0) {
+	if (put_names(req, &users, uids, nuids, 0, &nusers) != 0 ||
+	    put_names(req, &groups, gids, ngids, 1, &nusers) != 0) {
 		wbuf_free(&users);
 		wbuf_free(&groups);
 		return HANDLER_PARSE_ERROR;

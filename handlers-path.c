@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -37,16 +38,92 @@ static void send_result(struct request *req, int rc)
 		send_status(req, SSH2_FX_OK);
 }
 
-/* Two path strings (old, new), as RENAME and SYMLINK carry them. */
-static int get_two_paths(struct request *req, char **a, char **b)
+/* sshbuf refuses a string whose length word passes its 128 MiB cap before
+ * it looks at what is left, and says so differently. */
+#define SSHBUF_STRING_MAX (0x8000000 - 4)
+
+/* OpenSSH's ssh_err() text for a string field that could not be read. */
+static const char *string_error(const struct rbuf *r, int rc)
 {
-	*a = NULL;
-	*b = NULL;
-	if (rbuf_get_cstring(&req->body, a) != BUF_OK)
+	if (rc == BUF_ERR_FORMAT)
+		return "invalid format";
+	if (rc == BUF_ERR_NOMEM)
+		return "memory allocation failed";
+	if (rbuf_left(r) >= 4 && peek_u32(r->data + r->off) > SSHBUF_STRING_MAX)
+		return "string is too large";
+	return "incomplete message";
+}
+
+/* A malformed body is fatal; record the line OpenSSH logs for it, which
+ * names its function (fn) rather than the request. */
+static int parse_fail(struct request *req, const char *fn, const char *why)
+{
+	snprintf(req->fatal, sizeof(req->fatal), "%s: parse: %s", fn, why);
+	return -1;
+}
+
+static int get_path(struct request *req, const char *fn, char **path)
+{
+	int rc = rbuf_get_cstring(&req->body, path);
+
+	if (rc != BUF_OK)
+		return parse_fail(req, fn, string_error(&req->body, rc));
+	return 0;
+}
+
+/* OpenSSH 9.2's text for attributes that failed to decode; saved is the
+ * reader as it was before.  Our decoder refuses more than 0x100000
+ * extended pairs up front, as 9.4 does; 9.2 simply runs out of packet
+ * there, so it says "incomplete message". */
+static const char *attrib_error(struct rbuf saved, int rc)
+{
+	uint32_t flags, count;
+	size_t fixed = 0;
+
+	if (rc != BUF_ERR_FORMAT)
+		return "incomplete message";
+	if (rbuf_get_u32(&saved, &flags) != BUF_OK)
+		return "invalid format";
+	if (flags & SSH2_FILEXFER_ATTR_SIZE)
+		fixed += 8;
+	if (flags & SSH2_FILEXFER_ATTR_UIDGID)
+		fixed += 8;
+	if (flags & SSH2_FILEXFER_ATTR_PERMISSIONS)
+		fixed += 4;
+	if (flags & SSH2_FILEXFER_ATTR_ACMODTIME)
+		fixed += 8;
+	if (rbuf_skip(&saved, fixed) == BUF_OK &&
+	    rbuf_get_u32(&saved, &count) == BUF_OK && count > 0x100000)
+		return "incomplete message";
+	return "invalid format";
+}
+
+/* A path followed by attributes (SETSTAT, MKDIR). */
+static int get_path_attrib(struct request *req, const char *fn, char **path,
+                           struct attrib *a)
+{
+	struct rbuf saved;
+	int rc;
+
+	if (get_path(req, fn, path) != 0)
 		return -1;
-	if (rbuf_get_cstring(&req->body, b) != BUF_OK) {
+	saved = req->body;
+	rc = attrib_decode(&req->body, a);
+	if (rc != BUF_OK) {
+		free(*path);
+		return parse_fail(req, fn, attrib_error(saved, rc));
+	}
+	return 0;
+}
+
+/* Two path strings (old, new), as RENAME and SYMLINK carry them. */
+static int get_two_paths(struct request *req, const char *fn, char **a,
+                         char **b)
+{
+	if (get_path(req, fn, a) != 0)
+		return -1;
+	if (get_path(req, fn, b) != 0) {
 		free(*a);
-		*a = NULL;
 		return -1;
 	}
 	return 0;
@@ -60,7 +137,8 @@ static int do_stat(struct request *req, int follow)
 	char *name;
 	int rc;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+	/* STAT and LSTAT share one function in OpenSSH, and its name. */
+	if (get_path(req, "process_do_stat", &name) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: %s", req->id, op);
 	verbose("%s name \"%s\"", op, name);
@@ -138,12 +216,8 @@ int process_setstat(struct request *req)
 	struct attrib a;
 	char *name;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+	if (get_path_attrib(req, "process_setstat", &name, &a) != 0)
 		return HANDLER_PARSE_ERROR;
-	if (attrib_decode(&req->body, &a) != BUF_OK) {
-		free(name);
-		return HANDLER_PARSE_ERROR;
-	}
 	debug("request %u: setstat name \"%s\"", req->id, name);
 	send_status(req, setstat_path(name, &a));
 	free(name);
@@ -154,7 +228,7 @@ int process_remove(struct request *req)
 {
 	char *name;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+	if (get_path(req, "process_remove", &name) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: remove", req->id);
 	logit("remove name \"%s\"", name);
@@ -169,12 +243,8 @@ int process_mkdir(struct request *req)
 	mode_t mode;
 	char *name;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+	if (get_path_attrib(req, "process_mkdir", &name, &a) != 0)
 		return HANDLER_PARSE_ERROR;
-	if (attrib_decode(&req->body, &a) != BUF_OK) {
-		free(name);
-		return HANDLER_PARSE_ERROR;
-	}
 	/* Only the permissions matter; the umask still applies. */
 	mode =
 	    (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? a.perm & 07777 : 0777;
@@ -189,7 +259,7 @@ int process_rmdir(struct request *req)
 {
 	char *name;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+	if (get_path(req, "process_rmdir", &name) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: rmdir", req->id);
 	logit("rmdir name \"%s\"", name);
@@ -203,7 +273,7 @@ int process_realpath(struct request *req)
 	char resolved[PATH_MAX];
 	char *path;
 
-	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
+	if (get_path(req, "process_realpath", &path) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: realpath", req->id);
 	/* Clients send "" to ask where they are. */
@@ -263,7 +333,7 @@ int process_rename(struct request *req)
 	struct stat st;
 	uint32_t status;
 
-	if (get_two_paths(req, &oldpath, &newpath) != 0)
+	if (get_two_paths(req, "process_rename", &oldpath, &newpath) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: rename", req->id);
 	logit("rename old \"%s\" new \"%s\"", oldpath, newpath);
@@ -285,7 +355,7 @@ int process_readlink(struct request *req)
 	ssize_t len;
 	char *path;
 
-	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
+	if (get_path(req, "process_readlink", &path) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: readlink", req->id);
 	verbose("readlink \"%s\"", path);
@@ -307,7 +377,7 @@ int process_symlink(struct request *req)
 {
 	char *target, *linkpath;
 
-	if (get_two_paths(req, &target, &linkpath) != 0)
+	if (get_two_paths(req, "process_symlink", &target, &linkpath) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: symlink", req->id);
 	logit("symlink old \"%s\" new \"%s\"", target, linkpath);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
@@ -181,16 +182,16 @@ static int process_init(struct request *req)
 static int process_extended(struct request *req)
 {
 	const struct handler *h;
-	const uint8_t *name;
-	size_t len;
+	char *name;
 
-	if (rbuf_get_string(&req->body, &name, &len) != BUF_OK ||
-	    memchr(name, '\0', len) != NULL)
+	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
 		return parse_error(req, "process_extended");
-	req->handler = h = handler_for_extension(name, len);
+	h = handler_for_extension((const uint8_t *)name, strlen(name));
+	if (h == NULL)
+		error("Unknown extended request \"%.100s\"", name);
+	free(name);
+	req->handler = h;
 	if (h == NULL) {
-		error("Unknown extended request \"%.*s\"",
-		      (int)(len < 100 ? len : 100), (const char *)name);
 		send_status(req, SSH2_FX_OP_UNSUPPORTED);
 		return HANDLER_DONE;
 	}

@@ -31,7 +31,8 @@
  * OpenSSH's escaping.  VIS_NOLOCALE keeps bytes >= 0x80 in octal even if
  * the process ever runs in a UTF-8 locale, as OpenSSH (no setlocale) does.
  */
-#define SYSLOG_VIS_FLAGS (VIS_CSTYLE | VIS_NL | VIS_TAB | VIS_OCTAL | VIS_NOLOCALE)
+#define SYSLOG_VIS_FLAGS                                                       \
+	(VIS_CSTYLE | VIS_NL | VIS_TAB | VIS_OCTAL | VIS_NOLOCALE)
 #define STDERR_VIS_FLAGS (VIS_SAFE | VIS_OCTAL | VIS_NOLOCALE)
 /* Worst case of strnvis: every byte as a 4-character octal escape. */
 #define ESCAPED_MAX (4 * LOG_LINE_MAX)
@@ -42,18 +43,18 @@ struct name_value {
 };
 
 static const struct name_value level_names[] = {
-	{"QUIET", LOG_LEVEL_QUIET},	{"FATAL", LOG_LEVEL_FATAL},
-	{"ERROR", LOG_LEVEL_ERROR},	{"INFO", LOG_LEVEL_INFO},
-	{"VERBOSE", LOG_LEVEL_VERBOSE}, {"DEBUG", LOG_LEVEL_DEBUG1},
-	{"DEBUG1", LOG_LEVEL_DEBUG1},	{"DEBUG2", LOG_LEVEL_DEBUG2},
-	{"DEBUG3", LOG_LEVEL_DEBUG3},
+    {"QUIET", LOG_LEVEL_QUIET},     {"FATAL", LOG_LEVEL_FATAL},
+    {"ERROR", LOG_LEVEL_ERROR},     {"INFO", LOG_LEVEL_INFO},
+    {"VERBOSE", LOG_LEVEL_VERBOSE}, {"DEBUG", LOG_LEVEL_DEBUG1},
+    {"DEBUG1", LOG_LEVEL_DEBUG1},   {"DEBUG2", LOG_LEVEL_DEBUG2},
+    {"DEBUG3", LOG_LEVEL_DEBUG3},
 };
 
 static const struct name_value facility_names[] = {
-	{"DAEMON", LOG_DAEMON},	  {"USER", LOG_USER},	  {"AUTH", LOG_AUTH},
-	{"AUTHPRIV", LOG_AUTHPRIV}, {"LOCAL0", LOG_LOCAL0}, {"LOCAL1", LOG_LOCAL1},
-	{"LOCAL2", LOG_LOCAL2},	  {"LOCAL3", LOG_LOCAL3}, {"LOCAL4", LOG_LOCAL4},
-	{"LOCAL5", LOG_LOCAL5},	  {"LOCAL6", LOG_LOCAL6}, {"LOCAL7", LOG_LOCAL7},
+    {"DAEMON", LOG_DAEMON},     {"USER", LOG_USER},     {"AUTH", LOG_AUTH},
+    {"AUTHPRIV", LOG_AUTHPRIV}, {"LOCAL0", LOG_LOCAL0}, {"LOCAL1", LOG_LOCAL1},
+    {"LOCAL2", LOG_LOCAL2},     {"LOCAL3", LOG_LOCAL3}, {"LOCAL4", LOG_LOCAL4},
+    {"LOCAL5", LOG_LOCAL5},     {"LOCAL6", LOG_LOCAL6}, {"LOCAL7", LOG_LOCAL7},
 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -73,7 +74,7 @@ static void (*cleanup_hook)(int status);
 static int in_fatal_exit;
 
 static int lookup_name(const struct name_value *table, size_t n,
-		       const char *name)
+                       const char *name)
 {
 	size_t i;
 
@@ -115,7 +116,7 @@ void log_init(const char *ident, int level, int facility, int on_stderr)
 {
 	if (level < LOG_LEVEL_QUIET || level > LOG_LEVEL_DEBUG3) {
 		fprintf(stderr, "Unrecognized internal syslog level code %d\n",
-			level);
+		        level);
 		exit(1);
 	}
 	log_level = level;
@@ -133,8 +134,8 @@ void log_init(const char *ident, int level, int facility, int on_stderr)
 
 	if (!is_known_facility(facility)) {
 		fprintf(stderr,
-			"Unrecognized internal syslog facility code %d\n",
-			facility);
+		        "Unrecognized internal syslog facility code %d\n",
+		        facility);
 		exit(1);
 	}
 	/*
@@ -171,7 +172,7 @@ static int syslog_priority(int level)
 	}
 }
 
-/* "fatal" and "error" are only marked in syslog; stderr readers see them. */
+/* As in OpenSSH, "fatal: " and "error: " marks appear in syslog only. */
 static const char *level_prefix(int level, int to_stderr)
 {
 	switch (level) {
@@ -196,8 +197,8 @@ static void emit_stderr(const char *text)
 	int len;
 
 	/* One write() per line so lines from several writers stay whole. */
-	len = snprintf(line, sizeof(line), "%.*s\r\n",
-		       (int)sizeof(line) - 3, text);
+	len = snprintf(line, sizeof(line), "%.*s\r\n", (int)sizeof(line) - 3,
+	               text);
 	if (len < 0)
 		return;
 	if ((size_t)len >= sizeof(line))
@@ -220,7 +221,7 @@ static void emit_syslog(int level, const char *text)
 static size_t escape_length(const char *s)
 {
 	if (s[1] >= '0' && s[1] <= '7' && s[2] != '\0' && s[3] != '\0')
-		return 4; /* \ooo */
+		return 4;            /* \ooo */
 	return s[1] != '\0' ? 2 : 1; /* \n, \t, \\ ... */
 }
 
@@ -286,7 +287,7 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	 * non-ASCII bytes so they cannot forge or garble log lines.
 	 */
 	escape_text(escaped, sizeof(escaped), raw,
-		    to_stderr ? STDERR_VIS_FLAGS : SYSLOG_VIS_FLAGS);
+	            to_stderr ? STDERR_VIS_FLAGS : SYSLOG_VIS_FLAGS);
 
 	if (to_stderr)
 		emit_stderr(escaped);

@@ -24,6 +24,7 @@ static unsigned num_in_flight;     /* REQ_IN_FLIGHT */
 static size_t reply_bytes;         /* encoded, not yet written */
 static size_t head_sent;           /* bytes of head's reply written */
 static int fatal_status;
+static char fatal_message[sizeof(((struct request *)0)->fatal)];
 
 void queue_init(const struct queue_limits *lim)
 {
@@ -77,6 +78,11 @@ int queue_fatal_status(void)
 	return fatal_status;
 }
 
+const char *queue_fatal_message(void)
+{
+	return fatal_message;
+}
+
 size_t queue_output_bytes(void)
 {
 	return reply_bytes;
@@ -102,24 +108,34 @@ static void request_done(struct request *req)
 	reply_bytes += req->reply.len;
 }
 
-static int ranges_overlap(const struct request *a, const struct request *b)
+/* Could running a and b in either order change a result?  Two writes only
+ * when their bytes overlap.  A read and a write also when the write ends
+ * past the read's start, since growing the file turns an EOF into data
+ * (a hole) even for bytes the write does not touch. */
+static int io_conflict(const struct request *a, const struct request *b)
 {
-	return a->start < b->end && b->start < a->end;
+	const struct request *rd, *wr;
+
+	if (a->dev != b->dev || a->ino != b->ino)
+		return 0;
+	if (a->is_write && b->is_write)
+		return a->start < b->end && b->start < a->end;
+	if (!a->is_write && !b->is_write)
+		return 0;
+	rd = a->is_write ? b : a;
+	wr = a->is_write ? a : b;
+	return wr->end > rd->start;
 }
 
-/* Rule 2 of DESIGN.md: overlapping I/O on one file where either side
- * writes runs in arrival order. */
+/* Rule 2 of DESIGN.md: requests on one file that could see each other run
+ * in arrival order. */
 static int conflicts_with_in_flight(const struct request *req)
 {
 	const struct request *r;
 
-	for (r = head; r != next_start; r = r->next) {
-		if (r->state != REQ_IN_FLIGHT)
-			continue;
-		if (r->dev == req->dev && r->ino == req->ino &&
-		    (r->is_write || req->is_write) && ranges_overlap(r, req))
+	for (r = head; r != next_start; r = r->next)
+		if (r->state == REQ_IN_FLIGHT && io_conflict(r, req))
 			return 1;
-	}
 	return 0;
 }
 
@@ -134,7 +150,7 @@ static void stop_at(struct request *req)
 			 "%s: parse: incomplete message",
 			 req->handler != NULL ? req->handler->fn_name
 					      : "process");
-	error("%s", req->fatal);
+	memcpy(fatal_message, req->fatal, sizeof(fatal_message));
 	fatal_status = 255;
 	for (r = req; r != NULL; r = next) {
 		next = r->next;

@@ -39,6 +39,7 @@ static size_t input_len;
 static int input_eof;   /* stdin returned 0 */
 static int input_stop;  /* a framing error: read and frame no more */
 static int exit_status; /* the status once everything is answered */
+static const char *exit_fatal; /* logged as fatal before that exit */
 
 static void cleanup_exit(int status)
 {
@@ -103,10 +104,11 @@ static void set_handle_limit(void)
 		handle_set_limit((unsigned)rl.rlim_cur);
 }
 
-static void stop_input(int status)
+static void stop_input(int status, const char *fatal)
 {
 	input_stop = 1;
 	exit_status = status;
+	exit_fatal = fatal;
 }
 
 /* Cut complete packets off the input and admit them, while there is room. */
@@ -121,12 +123,11 @@ static void frame_input(void)
 		if (len > SFTP_MAX_MSG_LENGTH) {
 			error("bad message from %s local user %s",
 			      srv.client_addr, srv.user);
-			stop_input(11);
+			stop_input(11, NULL);
 			break;
 		}
 		if (len == 0) {
-			error("process: parse: incomplete message");
-			stop_input(255);
+			stop_input(255, "process: parse: incomplete message");
 			break;
 		}
 		if (input_len - off - 4 < len)
@@ -247,7 +248,9 @@ static void serve(void)
 		reap_completions();
 	}
 	if (queue_fatal_status() != 0)
-		exit_status = queue_fatal_status();
+		fatal_exit(queue_fatal_status(), "%s", queue_fatal_message());
+	if (exit_fatal != NULL)
+		fatal_exit(exit_status, "%s", exit_fatal);
 	cleanup_exit(exit_status);
 }
 

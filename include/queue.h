@@ -29,6 +29,7 @@ unsigned queue_count(void);
 /* A fatal parse error stopped dispatch: the exit status to use once the
  * replies before it are out (0 if none). */
 int queue_fatal_status(void);
+const char *queue_fatal_message(void);
 
 /* Replies ready to send, in arrival order: fill up to max iovecs. */
 int queue_output_iov(struct iovec *iov, int max);

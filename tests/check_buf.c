@@ -71,6 +71,7 @@ START_TEST(test_cstring_rejects_nul)
 {
 	static const uint8_t with_nul[] = {0, 0, 0, 3, 'a', 0, 'b'};
 	static const uint8_t good[] = {0, 0, 0, 3, 'a', 'b', 'c', 9};
+	static const uint8_t trailing_nul[] = {0, 0, 0, 3, 'a', 'b', 0};
 	struct rbuf r;
 	char *s = NULL;
 
@@ -81,6 +82,11 @@ START_TEST(test_cstring_rejects_nul)
 	ck_assert_int_eq(rbuf_get_cstring(&r, &s), BUF_OK);
 	ck_assert_str_eq(s, "abc");
 	ck_assert_uint_eq(rbuf_left(&r), 1);
+	free(s);
+	/* A single NUL at the very end is allowed and dropped. */
+	rbuf_init(&r, trailing_nul, sizeof(trailing_nul));
+	ck_assert_int_eq(rbuf_get_cstring(&r, &s), BUF_OK);
+	ck_assert_str_eq(s, "ab");
 	free(s);
 }
 END_TEST

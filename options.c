@@ -1,0 +1,469 @@
+/* Command-line parsing with OpenSSH sftp-server's letters, messages and
+ * exit codes, plus our own long options. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include "handlers.h"
+#include "log.h"
+#include "options.h"
+
+#define QUEUE_DEPTH_DEFAULT 64
+#define QUEUE_DEPTH_MAX 1024
+
+/* match_list looks at no more than this many names of a list. */
+#define NAME_LIST_MAX 40
+
+/* Exit status of OpenSSH's fatal() and cleanup_exit(255). */
+#define EXIT_FATAL 255
+
+/* getopt_long codes for options that have no short letter. */
+enum long_only_option {
+	OPT_VERSION = 256,
+	OPT_HELP,
+	OPT_BACKEND,
+	OPT_QUEUE_DEPTH,
+};
+
+/*
+ * The leading '+' stops at the first operand, like the BSD getopt that
+ * OpenSSH uses on Linux, instead of glibc's permuting.  The ':' after it
+ * silences glibc's own diagnostics: sftp-server prints only its usage.
+ */
+static const char short_options[] = "+:d:f:l:P:p:Q:u:cehR";
+
+static const struct option long_options[] = {
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
+    {NULL, 0, NULL, 0},
+};
+
+/*
+ * Strings handed out in struct options.  They are freed on the next call
+ * so that tests can parse many command lines without leaking.
+ */
+static char *owned_start_dir;
+static char *owned_denied;
+static char *owned_allowed;
+
+static void free_owned_strings(void)
+{
+	free(owned_start_dir);
+	free(owned_denied);
+	free(owned_allowed);
+	owned_start_dir = owned_denied = owned_allowed = NULL;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash;
+
+	if (path == NULL || *path == '\0')
+		return PACKAGE_NAME;
+	slash = strrchr(path, '/');
+	return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
+}
+
+static void print_usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+	        "usage: %s [-ehR] [-d start_directory] [-f log_facility] "
+	        "[-l log_level]\n"
+	        "\t[-P denied_requests] [-p allowed_requests] [-u umask]\n"
+	        "       %s -Q protocol_feature\n",
+	        prog, prog);
+}
+
+static void __attribute__((noreturn)) usage_exit(const char *prog)
+{
+	print_usage(stderr, prog);
+	exit(1);
+}
+
+static void __attribute__((noreturn)) help_exit(const char *prog)
+{
+	print_usage(stdout, prog);
+	printf("\n"
+	       "Long options:\n"
+	       "  --backend=auto|uring|plain  I/O back end (default auto:\n"
+	       "                              io_uring if the kernel allows "
+	       "it)\n"
+	       "  --queue-depth=N             requests in flight, 1..%d "
+	       "(default %d)\n"
+	       "  --help                      show this help\n"
+	       "  --version                   show the version\n",
+	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT);
+	exit(0);
+}
+
+static void __attribute__((noreturn)) fatal_no_message(void)
+{
+	exit(EXIT_FATAL);
+}
+
+/* -u: strtol in base 8 with the same acceptance rules as OpenSSH. */
+static int parse_umask(const char *arg, unsigned *value)
+{
+	char *end;
+	long mask;
+
+	errno = 0;
+	mask = strtol(arg, &end, 8);
+	if (end == arg || *end != '\0' || mask < 0 || mask > 0777 ||
+	    (mask == 0 && errno != 0))
+		return -1;
+	*value = (unsigned)mask;
+	return 0;
+}
+
+static int parse_backend(const char *arg, enum backend_choice *choice)
+{
+	if (strcmp(arg, "auto") == 0)
+		*choice = BACKEND_AUTO;
+	else if (strcmp(arg, "uring") == 0)
+		*choice = BACKEND_URING;
+	else if (strcmp(arg, "plain") == 0)
+		*choice = BACKEND_PLAIN;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_queue_depth(const char *arg, unsigned *depth)
+{
+	char *end;
+	unsigned long n;
+
+	/* strtoul would quietly turn "-1" into a huge number. */
+	if (*arg < '0' || *arg > '9')
+		return -1;
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (*end != '\0' || errno != 0 || n < 1 || n > QUEUE_DEPTH_MAX)
+		return -1;
+	*depth = (unsigned)n;
+	return 0;
+}
+
+static void set_defaults(struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->log_level = LOG_LEVEL_ERROR;
+	o->log_facility = LOG_AUTH;
+	o->backend = BACKEND_AUTO;
+	o->queue_depth = QUEUE_DEPTH_DEFAULT;
+}
+
+/*
+ * Handle one short option.  Returns OPTIONS_RUN to go on, OPTIONS_EXIT_OK
+ * when the program should stop with status 0, or -1 after -c, which ends
+ * option parsing.
+ */
+static int apply_short_option(struct options *o, int ch, const char *arg,
+                              const char *prog, const char *user,
+                              const char *home, unsigned long uid)
+{
+	switch (ch) {
+	case 'Q':
+		if (strcasecmp(arg, "requests") != 0) {
+			fprintf(stderr, "Invalid query type\n");
+			exit(1);
+		}
+		print_request_names(stdout);
+		return OPTIONS_EXIT_OK;
+	case 'R':
+		o->readonly = 1;
+		break;
+	case 'c':
+		/* "sftp-server -c command": run as a login shell. */
+		return -1;
+	case 'e':
+		o->log_stderr = 1;
+		break;
+	case 'l':
+		o->log_level = log_level_from_name(arg);
+		if (o->log_level == LOG_LEVEL_NOT_SET)
+			error("Invalid log level \"%s\"", arg);
+		break;
+	case 'f':
+		o->log_facility = log_facility_from_name(arg);
+		if (o->log_facility == -1)
+			error("Invalid log facility \"%s\"", arg);
+		break;
+	case 'd':
+		free(owned_start_dir);
+		owned_start_dir = expand_start_dir(arg, user, home, uid);
+		if (owned_start_dir == NULL)
+			fatal_no_message(); /* expand_start_dir said why */
+		o->start_dir = owned_start_dir;
+		break;
+	case 'p':
+		if (o->allowed != NULL)
+			fatal_exit(EXIT_FATAL,
+			           "Permitted requests already set");
+		o->allowed = owned_allowed = strdup(arg);
+		if (o->allowed == NULL)
+			fatal_exit(EXIT_FATAL, "out of memory");
+		break;
+	case 'P':
+		if (o->denied != NULL)
+			fatal_exit(EXIT_FATAL, "Refused requests already set");
+		o->denied = owned_denied = strdup(arg);
+		if (o->denied == NULL)
+			fatal_exit(EXIT_FATAL, "out of memory");
+		break;
+	case 'u':
+		if (parse_umask(arg, &o->umask_value) != 0)
+			fatal_exit(EXIT_FATAL, "Invalid umask \"%s\"", arg);
+		o->umask_set = 1;
+		umask((mode_t)o->umask_value);
+		break;
+	case 'h':
+	default: /* unknown letter or missing argument */
+		usage_exit(prog);
+	}
+	return OPTIONS_RUN;
+}
+
+static int apply_long_option(struct options *o, int code, const char *arg,
+                             const char *prog)
+{
+	switch (code) {
+	case OPT_VERSION:
+		printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+		return OPTIONS_EXIT_OK;
+	case OPT_HELP:
+		help_exit(prog);
+	case OPT_BACKEND:
+		if (parse_backend(arg, &o->backend) != 0) {
+			fprintf(stderr,
+			        "Invalid backend \"%s\": use auto, uring or "
+			        "plain\n",
+			        arg);
+			exit(1);
+		}
+		break;
+	case OPT_QUEUE_DEPTH:
+		if (parse_queue_depth(arg, &o->queue_depth) != 0) {
+			fprintf(stderr,
+			        "Invalid queue depth \"%s\": use 1 to %d\n",
+			        arg, QUEUE_DEPTH_MAX);
+			exit(1);
+		}
+		break;
+	}
+	return OPTIONS_RUN;
+}
+
+int parse_options(struct options *o, int argc, char **argv, const char *user,
+                  const char *home, unsigned long uid)
+{
+	const char *prog = base_name(argc > 0 ? argv[0] : NULL);
+	int ch, result;
+
+	set_defaults(o);
+	free_owned_strings();
+
+	/*
+	 * As in OpenSSH, errors found while parsing go to syslog at the
+	 * default level, even with -e: logging is only set up for real
+	 * once all options are known.
+	 */
+	log_init(prog, o->log_level, o->log_facility, 0);
+
+	/* glibc starts over, resetting its internal state, at optind 0. */
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, short_options, long_options,
+	                         NULL)) != -1) {
+		if (ch >= OPT_VERSION)
+			result = apply_long_option(o, ch, optarg, prog);
+		else
+			result = apply_short_option(o, ch, optarg, prog, user,
+			                            home, uid);
+		if (result == OPTIONS_EXIT_OK)
+			return OPTIONS_EXIT_OK;
+		if (result < 0)
+			break;
+	}
+
+	/*
+	 * The real set-up: a bad -l ends the program here, a bad -f too
+	 * unless -e made it irrelevant (log_init prints the message).
+	 */
+	log_init(prog, o->log_level, o->log_facility, o->log_stderr);
+	return OPTIONS_RUN;
+}
+
+/*
+ * A leading "~" or "~user" becomes that user's home directory with a
+ * trailing slash, followed by the rest of the path with its leading
+ * slashes dropped ("~//x" is "HOME/x").  NULL if the user is unknown or
+ * the result is too long for a path.
+ */
+static char *expand_tilde(const char *arg, const char *home, unsigned long uid)
+{
+	const char *rest, *dir;
+	char *name = NULL, *out;
+	size_t dir_len;
+	int len;
+
+	if (arg[0] != '~')
+		return strdup(arg);
+
+	rest = strchr(arg + 1, '/');
+	if (rest == NULL)
+		rest = arg + strlen(arg);
+	if (rest == arg + 1 && home != NULL) {
+		dir = home;
+	} else if (rest == arg + 1) {
+		struct passwd *pw = getpwuid((uid_t)uid);
+
+		if (pw == NULL) {
+			error("tilde_expand: No such uid %lu", uid);
+			return NULL;
+		}
+		dir = pw->pw_dir;
+	} else {
+		struct passwd *pw;
+
+		name = strndup(arg + 1, (size_t)(rest - (arg + 1)));
+		if (name == NULL)
+			return NULL;
+		pw = getpwnam(name);
+		if (pw == NULL) {
+			error("tilde_expand: No such user %s", name);
+			free(name);
+			return NULL;
+		}
+		dir = pw->pw_dir;
+	}
+	rest += strspn(rest, "/");
+
+	dir_len = strlen(dir);
+	len =
+	    asprintf(&out, "%s%s%s", dir,
+	             dir_len == 0 || dir[dir_len - 1] != '/' ? "/" : "", rest);
+	free(name);
+	if (len < 0)
+		return NULL;
+	if (len >= PATH_MAX) {
+		error("tilde_expand: Path too long");
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* OpenSSH reports a bad escape in two lines, an error and a fatal. */
+static char *percent_failure(char *partial)
+{
+	log_msg(LOG_LEVEL_FATAL, "percent_expand: failed");
+	free(partial);
+	return NULL;
+}
+
+/*
+ * Replace %d, %u, %U and %% in src.  Any other escape, or a "%" at the
+ * end, is fatal in OpenSSH; here it logs the same lines and gives NULL.
+ */
+static char *expand_percent(const char *src, const char *user, const char *home,
+                            unsigned long uid)
+{
+	char uid_text[32];
+	const char *p;
+	char *out;
+	size_t value_max, len = 0;
+
+	snprintf(uid_text, sizeof(uid_text), "%lu", uid);
+	if (user == NULL)
+		user = "";
+	if (home == NULL)
+		home = "";
+
+	/* Each source byte grows at most to the longest value. */
+	value_max = strlen(home) + strlen(user) + sizeof(uid_text);
+	out = malloc(strlen(src) * value_max + 1);
+	if (out == NULL)
+		return NULL;
+
+	for (p = src; *p != '\0'; p++) {
+		const char *value;
+		size_t value_len;
+
+		if (*p != '%') {
+			out[len++] = *p;
+			continue;
+		}
+		p++;
+		if (*p == '%') {
+			value = "%";
+		} else if (*p == 'd') {
+			value = home;
+		} else if (*p == 'u') {
+			value = user;
+		} else if (*p == 'U') {
+			value = uid_text;
+		} else if (*p == '\0') {
+			error("vdollar_percent_expand: invalid format");
+			return percent_failure(out);
+		} else {
+			error("vdollar_percent_expand: unknown key %%%c", *p);
+			return percent_failure(out);
+		}
+		value_len = strlen(value);
+		memcpy(out + len, value, value_len);
+		len += value_len;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+char *expand_start_dir(const char *arg, const char *user, const char *home,
+                       unsigned long uid)
+{
+	char *tilded, *expanded;
+
+	tilded = expand_tilde(arg, home, uid);
+	if (tilded == NULL)
+		return NULL;
+	expanded = expand_percent(tilded, user, home, uid);
+	free(tilded);
+	return expanded;
+}
+
+int name_in_list(const char *name, const char *list)
+{
+	size_t name_len;
+	int items;
+
+	if (name == NULL || list == NULL || *name == '\0')
+		return 0;
+	name_len = strlen(name);
+
+	for (items = 0; items < NAME_LIST_MAX; items++) {
+		const char *comma = strchr(list, ',');
+		size_t item_len = comma ? (size_t)(comma - list) : strlen(list);
+
+		/* match_list ends the list at the first empty item. */
+		if (item_len == 0)
+			return 0;
+		if (item_len == name_len && memcmp(list, name, name_len) == 0)
+			return 1;
+		if (comma == NULL)
+			return 0;
+		list = comma + 1;
+	}
+	return 0;
+}
