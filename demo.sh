@@ -39,7 +39,7 @@ case "$size_mib" in
 	exit 2
 	;;
 esac
-# -l VERBOSE also shows which I/O back end was chosen; -e sends the log lines
+# -l VERBOSE also says if io_uring was not available; -e sends the log lines
 # to stderr so that we can show them here. (sshd reads and drops a subsystem's
 # stderr, so under sshd the Subsystem line redirects it to a file: sshd runs the
 # line through the user's shell, like any command.)
@@ -175,13 +175,18 @@ else
 	where="sftp -D, no sshd"
 fi
 
-# Run one sftp batch (read from stdin). The client's output goes to $1.out and
-# its stderr to $1.err; the server's log lines go to $1.log (with -D, the server
-# inherits the client's stderr; under sshd they are appended to server.log).
+# Run one sftp batch (read from stdin) and set elapsed_ns to its wall-clock
+# time. The client's output goes to $1.out and its stderr to $1.err; the
+# server's log lines go to $1.log (with -D, the server inherits the client's
+# stderr; under sshd they are appended to server.log).
+elapsed_ns=0
 run_sftp() {
-	local name=$1 mark=0
+	local name=$1 mark=0 t0 rc=0
 	[ -f "$tmp/server.log" ] && mark=$(stat -c %s "$tmp/server.log")
-	if ! "${sftp_cmd[@]}" >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+	t0=$(now_ns)
+	"${sftp_cmd[@]}" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
+	elapsed_ns=$(($(now_ns) - t0))
+	if [ "$rc" -ne 0 ]; then
 		cat "$tmp/$name.out" "$tmp/$name.err" >&2 || true
 		[ -f "$tmp/server.log" ] && cat "$tmp/server.log" >&2
 		[ -f "$tmp/sshd.log" ] && cat "$tmp/sshd.log" >&2
@@ -204,21 +209,24 @@ show_log() {
 	tr -d '\r' <"$tmp/$1.log" | sed 's/^/    /'
 }
 
+# --- an empty session first, to show what connection set-up alone costs -----
+say "connect: an sftp session that only runs pwd ($where)"
+run_sftp connect <<<"pwd"
+connect_ns=$elapsed_ns
+grep -v '^sftp>' "$tmp/connect.out" | sed 's/^/    /'
+echo "session set-up and tear-down took $(awk -v ns="$connect_ns" 'BEGIN { printf "%.2f s", ns / 1e9 }')"
+
 # --- upload -----------------------------------------------------------------
 say "upload: put $src -> $remote ($where)"
-t0=$(now_ns)
 run_sftp upload <<<"put $src $remote"
-t1=$(now_ns)
-up_ns=$((t1 - t0))
+up_ns=$elapsed_ns
 echo "upload took $(rate "$up_ns") (whole session, including connection set-up)"
 show_log upload
 
 # --- download and listing ---------------------------------------------------
 say "download: get $remote -> $back ($where)"
-t0=$(now_ns)
 run_sftp download <<<"get $remote $back"
-t1=$(now_ns)
-down_ns=$((t1 - t0))
+down_ns=$elapsed_ns
 echo "download took $(rate "$down_ns") (whole session, including connection set-up)"
 show_log download
 
@@ -246,5 +254,6 @@ say "summary"
 echo "server:   $server ${log_flags[*]}"
 echo "path:     $where"
 echo "file:     $size_mib MiB, sha256 $sum_src"
+echo "session:  $(awk -v ns="$connect_ns" 'BEGIN { printf "%.2f s", ns / 1e9 }') for an empty one (included below)"
 echo "upload:   $(rate "$up_ns")"
 echo "download: $(rate "$down_ns")"

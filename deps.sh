@@ -6,9 +6,10 @@
 #   CONFIGURE_FLAGS=--enable-werror ./deps.sh   # flags passed to ./configure
 #
 # Safe to run again: installed packages are not touched, autoreconf runs only
-# when configure is missing or stale, and ./configure runs again only when
-# there is no configured tree or CONFIGURE_FLAGS differ from the last run
-# (then the old build is cleaned first).
+# when configure is missing or stale, and ./configure runs only when the tree
+# is not configured yet, or when CONFIGURE_FLAGS is set (even to "") and
+# differs from the flags of the last run; then the old build is cleaned first.
+# With CONFIGURE_FLAGS unset, an existing configuration is kept.
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "$0")")"
@@ -65,8 +66,9 @@ if [ -f Makefile ] && [ -x config.status ]; then
 	# shell-quoted.
 	eval "have=($(./config.status --config))"
 	# shellcheck disable=SC2154 # "have" is set by the eval above
-	if [ "${have[*]}" = "${want[*]}" ]; then
+	if [ -z "${CONFIGURE_FLAGS+set}" ] || [ "${have[*]}" = "${want[*]}" ]; then
 		need_configure=no
+		[ ${#have[@]} -eq 0 ] || say "keeping the configuration: ./configure ${have[*]}"
 	else
 		say "configure flags changed (were: '${have[*]}', now: '${want[*]}'): make distclean"
 		make distclean >/dev/null || true

@@ -55,9 +55,9 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
 		uint32_t bit;
 		const char *name;
 	} names[] = {
-		{SSH2_FXF_READ, "READ"},     {SSH2_FXF_WRITE, "WRITE"},
-		{SSH2_FXF_APPEND, "APPEND"}, {SSH2_FXF_CREAT, "CREATE"},
-		{SSH2_FXF_TRUNC, "TRUNCATE"}, {SSH2_FXF_EXCL, "EXCL"},
+	    {SSH2_FXF_READ, "READ"},      {SSH2_FXF_WRITE, "WRITE"},
+	    {SSH2_FXF_APPEND, "APPEND"},  {SSH2_FXF_CREAT, "CREATE"},
+	    {SSH2_FXF_TRUNC, "TRUNCATE"}, {SSH2_FXF_EXCL, "EXCL"},
 	};
 	size_t i;
 
@@ -98,13 +98,13 @@ int process_open(struct request *req)
 	string_from_portable(pflags, flagstr, sizeof(flagstr));
 	logit("open \"%s\" flags %s mode 0%o", name, flagstr, mode);
 	if (srv.opt.readonly && ((flags & O_ACCMODE) != O_RDONLY ||
-				 (flags & (O_CREAT | O_TRUNC)) != 0)) {
+	                         (flags & (O_CREAT | O_TRUNC)) != 0)) {
 		verbose("Refusing open request in read-only mode");
 		status = SSH2_FX_PERMISSION_DENIED;
 	} else if ((fd = open(name, flags, mode)) == -1) {
 		status = errno_to_status(errno);
 	} else if ((idx = handle_new(HANDLE_FILE, name, fd, NULL, flags)) ==
-		   -1) {
+	           -1) {
 		close(fd);
 	} else {
 		send_handle(req, idx);
@@ -137,7 +137,7 @@ int process_close(struct request *req)
 	debug3("request %u: close handle %u", req->id, idx);
 	log_close(idx);
 	send_status(req, handle_close(idx) == -1 ? errno_to_status(errno)
-						 : SSH2_FX_OK);
+	                                         : SSH2_FX_OK);
 	return HANDLER_DONE;
 }
 
@@ -147,6 +147,14 @@ static int offset_valid(uint64_t off)
 	return off <= (uint64_t)INT64_MAX;
 }
 
+/* OpenSSH seeks, then reads or writes, and names the failing step in its
+ * log line.  We use one positioned call; EINVAL from it means the offset
+ * was out of the file system's range, which is where lseek fails. */
+static const char *io_step(ssize_t err, const char *verb)
+{
+	return err == -EINVAL ? "seek" : verb;
+}
+
 static void read_finish(struct request *req)
 {
 	struct handle *h = handle_get(req->handle, HANDLE_FILE);
@@ -154,8 +162,8 @@ static void read_finish(struct request *req)
 	size_t n = req->io_done;
 
 	if (n == 0 && last < 0) {
-		error("process_read: read \"%.100s\": %s", handle_name(req->handle),
-		      strerror((int)-last));
+		error("process_read: %s \"%.100s\": %s", io_step(last, "read"),
+		      handle_name(req->handle), strerror((int)-last));
 		send_status(req, errno_to_status((int)-last));
 		return;
 	}
@@ -174,7 +182,7 @@ static void read_finish(struct request *req)
 }
 
 static void setup_io(struct request *req, struct handle *h, int idx,
-		     enum io_opcode op, uint64_t off, void *buf, size_t len)
+                     enum io_opcode op, uint64_t off, void *buf, size_t len)
 {
 	req->handle = idx;
 	req->dev = h->dev;
@@ -247,8 +255,9 @@ static void write_finish(struct request *req)
 	if (h != NULL)
 		h->bytes_written += req->io_done;
 	if (last < 0) {
-		error("process_write: write \"%.100s\": %s",
-		      handle_name(req->handle), strerror((int)-last));
+		error("process_write: %s \"%.100s\": %s",
+		      io_step(last, "write"), handle_name(req->handle),
+		      strerror((int)-last));
 		send_status(req, errno_to_status((int)-last));
 	} else if (last == 0 && req->io.len > 0) {
 		/* The file system accepted nothing more: as OpenSSH's short
@@ -303,8 +312,8 @@ int process_fstat(struct request *req)
 
 	if (handle_parse(&req->body, &idx) != BUF_OK)
 		return HANDLER_PARSE_ERROR;
-	debug("request %u: fstat \"%s\" (handle %u)", req->id,
-	      handle_name(idx), idx);
+	debug("request %u: fstat \"%s\" (handle %u)", req->id, handle_name(idx),
+	      idx);
 	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
 		send_status(req, SSH2_FX_FAILURE);
 	} else if (fstat(h->fd, &st) == -1) {
@@ -357,8 +366,8 @@ int process_opendir(struct request *req)
 }
 
 /* Append one NAME entry: file name, long name, lstat attributes. */
-static int put_dir_entry(struct request *req, const char *dir,
-			 const char *name, time_t now)
+static int put_dir_entry(struct request *req, const char *dir, const char *name,
+                         time_t now)
 {
 	char path[PATH_MAX], *longname;
 	struct attrib a;
@@ -366,8 +375,8 @@ static int put_dir_entry(struct request *req, const char *dir,
 	int rc;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir,
-			     strcmp(dir, "/") ? "/" : "", name) >=
-		    sizeof(path) ||
+	                     strcmp(dir, "/") ? "/" : "",
+	                     name) >= sizeof(path) ||
 	    lstat(path, &st) == -1)
 		return 0; /* skipped, as OpenSSH skips entries it cannot stat */
 	if ((longname = ls_longname(name, &st, now)) == NULL)
@@ -414,14 +423,14 @@ int process_readdir(struct request *req)
 }
 
 static int set_size(const char *name, int fd, uint64_t size,
-		    enum setstat_target t)
+                    enum setstat_target t)
 {
 	return t == SETSTAT_FD ? ftruncate(fd, (off_t)size)
-			       : truncate(name, (off_t)size);
+	                       : truncate(name, (off_t)size);
 }
 
 static int set_mode(const char *name, int fd, mode_t mode,
-		    enum setstat_target t)
+                    enum setstat_target t)
 {
 	if (t == SETSTAT_FD)
 		return fchmod(fd, mode);
@@ -431,27 +440,27 @@ static int set_mode(const char *name, int fd, mode_t mode,
 }
 
 static int set_times(const char *name, int fd, const struct attrib *a,
-		     enum setstat_target t)
+                     enum setstat_target t)
 {
 	struct timespec ts[2] = {{.tv_sec = a->atime}, {.tv_sec = a->mtime}};
 
 	if (t == SETSTAT_FD)
 		return futimens(fd, ts);
 	return utimensat(AT_FDCWD, name, ts,
-			 t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+	                 t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
 }
 
 static int set_owner(const char *name, int fd, const struct attrib *a,
-		     enum setstat_target t)
+                     enum setstat_target t)
 {
 	if (t == SETSTAT_FD)
 		return fchown(fd, a->uid, a->gid);
 	return fchownat(AT_FDCWD, name, a->uid, a->gid,
-			t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+	                t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
 }
 
 uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
-		      enum setstat_target t)
+                      enum setstat_target t)
 {
 	uint32_t status = SSH2_FX_OK;
 	char when[64];
@@ -473,8 +482,8 @@ uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
 	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {
 		mtime = a->mtime;
 		tm = localtime(&mtime);
-		if (tm == NULL || strftime(when, sizeof(when),
-					   "%Y%m%d-%H:%M:%S", tm) == 0)
+		if (tm == NULL ||
+		    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", tm) == 0)
 			snprintf(when, sizeof(when), "%lld", (long long)mtime);
 		logit("set \"%s\" modtime %s", name, when);
 		if (set_times(name, fd, a, t) == -1)

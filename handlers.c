@@ -15,56 +15,59 @@
 
 struct server srv;
 
-#define HANDLER(t, n, w, io, f) {n, NULL, NULL, t, w, io, f, #f}
-#define EXTENSION(e, v, n, w, f) {n, e, v, 0, w, 0, f, #f}
+#define HANDLER(t, n, w, io, f)                                                \
+	{                                                                      \
+		n, NULL, NULL, t, w, io, f, #f                                 \
+	}
+#define EXTENSION(e, v, n, w, f)                                               \
+	{                                                                      \
+		n, e, v, 0, w, 0, f, #f                                        \
+	}
 
 /* Plain requests, in OpenSSH's order (also the -Q requests order).  OPEN
  * is not marked as writing: it checks read-only mode itself, by flags. */
 static const struct handler plain_handlers[] = {
-	HANDLER(SSH2_FXP_OPEN, "open", 0, 0, process_open),
-	HANDLER(SSH2_FXP_CLOSE, "close", 0, 0, process_close),
-	HANDLER(SSH2_FXP_READ, "read", 0, 1, process_read),
-	HANDLER(SSH2_FXP_WRITE, "write", 1, 1, process_write),
-	HANDLER(SSH2_FXP_LSTAT, "lstat", 0, 0, process_lstat),
-	HANDLER(SSH2_FXP_FSTAT, "fstat", 0, 0, process_fstat),
-	HANDLER(SSH2_FXP_SETSTAT, "setstat", 1, 0, process_setstat),
-	HANDLER(SSH2_FXP_FSETSTAT, "fsetstat", 1, 0, process_fsetstat),
-	HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir),
-	HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir),
-	HANDLER(SSH2_FXP_REMOVE, "remove", 1, 0, process_remove),
-	HANDLER(SSH2_FXP_MKDIR, "mkdir", 1, 0, process_mkdir),
-	HANDLER(SSH2_FXP_RMDIR, "rmdir", 1, 0, process_rmdir),
-	HANDLER(SSH2_FXP_REALPATH, "realpath", 0, 0, process_realpath),
-	HANDLER(SSH2_FXP_STAT, "stat", 0, 0, process_stat),
-	HANDLER(SSH2_FXP_RENAME, "rename", 1, 0, process_rename),
-	HANDLER(SSH2_FXP_READLINK, "readlink", 0, 0, process_readlink),
-	HANDLER(SSH2_FXP_SYMLINK, "symlink", 1, 0, process_symlink),
+    HANDLER(SSH2_FXP_OPEN, "open", 0, 0, process_open),
+    HANDLER(SSH2_FXP_CLOSE, "close", 0, 0, process_close),
+    HANDLER(SSH2_FXP_READ, "read", 0, 1, process_read),
+    HANDLER(SSH2_FXP_WRITE, "write", 1, 1, process_write),
+    HANDLER(SSH2_FXP_LSTAT, "lstat", 0, 0, process_lstat),
+    HANDLER(SSH2_FXP_FSTAT, "fstat", 0, 0, process_fstat),
+    HANDLER(SSH2_FXP_SETSTAT, "setstat", 1, 0, process_setstat),
+    HANDLER(SSH2_FXP_FSETSTAT, "fsetstat", 1, 0, process_fsetstat),
+    HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir),
+    HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir),
+    HANDLER(SSH2_FXP_REMOVE, "remove", 1, 0, process_remove),
+    HANDLER(SSH2_FXP_MKDIR, "mkdir", 1, 0, process_mkdir),
+    HANDLER(SSH2_FXP_RMDIR, "rmdir", 1, 0, process_rmdir),
+    HANDLER(SSH2_FXP_REALPATH, "realpath", 0, 0, process_realpath),
+    HANDLER(SSH2_FXP_STAT, "stat", 0, 0, process_stat),
+    HANDLER(SSH2_FXP_RENAME, "rename", 1, 0, process_rename),
+    HANDLER(SSH2_FXP_READLINK, "readlink", 0, 0, process_readlink),
+    HANDLER(SSH2_FXP_SYMLINK, "symlink", 1, 0, process_symlink),
 };
 
 /* Extensions, in the order VERSION advertises them. */
 static const struct handler ext_handlers[] = {
-	EXTENSION("posix-rename@openssh.com", "1", "posix-rename", 1,
-		  process_extended_posix_rename),
-	EXTENSION("statvfs@openssh.com", "2", "statvfs", 0,
-		  process_extended_statvfs),
-	EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
-		  process_extended_fstatvfs),
-	EXTENSION("hardlink@openssh.com", "1", "hardlink", 1,
-		  process_extended_hardlink),
-	EXTENSION("fsync@openssh.com", "1", "fsync", 1,
-		  process_extended_fsync),
-	EXTENSION("lsetstat@openssh.com", "1", "lsetstat", 1,
-		  process_extended_lsetstat),
-	EXTENSION("limits@openssh.com", "1", "limits", 0,
-		  process_extended_limits),
-	EXTENSION("expand-path@openssh.com", "1", "expand-path", 0,
-		  process_extended_expand),
-	EXTENSION("copy-data", "1", "copy-data", 1,
-		  process_extended_copy_data),
-	EXTENSION("home-directory", "1", "home-directory", 0,
-		  process_extended_home_directory),
-	EXTENSION("users-groups-by-id@openssh.com", "1", "users-groups-by-id",
-		  0, process_extended_get_users_groups_by_id),
+    EXTENSION("posix-rename@openssh.com", "1", "posix-rename", 1,
+              process_extended_posix_rename),
+    EXTENSION("statvfs@openssh.com", "2", "statvfs", 0,
+              process_extended_statvfs),
+    EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
+              process_extended_fstatvfs),
+    EXTENSION("hardlink@openssh.com", "1", "hardlink", 1,
+              process_extended_hardlink),
+    EXTENSION("fsync@openssh.com", "1", "fsync", 1, process_extended_fsync),
+    EXTENSION("lsetstat@openssh.com", "1", "lsetstat", 1,
+              process_extended_lsetstat),
+    EXTENSION("limits@openssh.com", "1", "limits", 0, process_extended_limits),
+    EXTENSION("expand-path@openssh.com", "1", "expand-path", 0,
+              process_extended_expand),
+    EXTENSION("copy-data", "1", "copy-data", 1, process_extended_copy_data),
+    EXTENSION("home-directory", "1", "home-directory", 0,
+              process_extended_home_directory),
+    EXTENSION("users-groups-by-id@openssh.com", "1", "users-groups-by-id", 0,
+              process_extended_get_users_groups_by_id),
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -154,7 +157,7 @@ int request_is_io(const struct request *req)
 static int parse_error(struct request *req, const char *where)
 {
 	snprintf(req->fatal, sizeof(req->fatal),
-		 "%s: parse: incomplete message", where);
+	         "%s: parse: incomplete message", where);
 	return HANDLER_PARSE_ERROR;
 }
 
@@ -211,10 +214,17 @@ int request_start(struct request *req)
 	if (!srv.init_done) {
 		if (req->type == SSH2_FXP_EXTENDED)
 			snprintf(req->fatal, sizeof(req->fatal),
-				 "Received extended request before init");
+			         "Received extended request before init");
 		else
 			snprintf(req->fatal, sizeof(req->fatal),
-				 "Received %u request before init", req->type);
+			         "Received %u request before init", req->type);
+		return HANDLER_PARSE_ERROR;
+	}
+	/* Every request but INIT starts with its id, unknown types too. */
+	if (rbuf_get_u32(&req->body, &req->id) != BUF_OK) {
+		snprintf(req->fatal, sizeof(req->fatal),
+		         "process: parse%s ID: incomplete message",
+		         req->type == SSH2_FXP_EXTENDED ? " extended" : "");
 		return HANDLER_PARSE_ERROR;
 	}
 	h = handler_for_type(req->type);
@@ -224,8 +234,6 @@ int request_start(struct request *req)
 		wbuf_reset(&req->reply);
 		return HANDLER_DONE;
 	}
-	if (rbuf_get_u32(&req->body, &req->id) != BUF_OK)
-		return parse_error(req, h != NULL ? h->fn_name : "process");
 	if (req->type == SSH2_FXP_EXTENDED)
 		return process_extended(req);
 	req->handler = h;

@@ -31,8 +31,7 @@ void queue_init(const struct queue_limits *lim)
 	limits = *lim;
 }
 
-struct request *request_new(const uint8_t *packet, size_t len,
-			    size_t max_reply)
+struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply)
 {
 	struct request *req;
 
@@ -147,9 +146,9 @@ static void stop_at(struct request *req)
 
 	if (req->fatal[0] == '\0')
 		snprintf(req->fatal, sizeof(req->fatal),
-			 "%s: parse: incomplete message",
-			 req->handler != NULL ? req->handler->fn_name
-					      : "process");
+		         "%s: parse: incomplete message",
+		         req->handler != NULL ? req->handler->fn_name
+		                              : "process");
 	memcpy(fatal_message, req->fatal, sizeof(fatal_message));
 	fatal_status = 255;
 	for (r = req; r != NULL; r = next) {
@@ -223,6 +222,7 @@ void queue_dispatch(void)
 static int resume_short_io(struct request *req, ssize_t n)
 {
 	struct handle *h;
+	int rc;
 
 	if (n <= 0 || (size_t)n >= req->io.len)
 		return 0;
@@ -234,7 +234,13 @@ static int resume_short_io(struct request *req, ssize_t n)
 	req->io.offset += (uint64_t)n;
 	req->io.buf = (uint8_t *)req->io.buf + n;
 	req->io.len -= (size_t)n;
-	return backend->submit(&req->io) == 0;
+	/* The slot this completion freed is ours, so this cannot be full;
+	 * if it fails anyway, the request fails rather than look done. */
+	if ((rc = backend->submit(&req->io)) != 0) {
+		req->io.result = rc;
+		return 0;
+	}
+	return 1;
 }
 
 void queue_complete(struct io_op *op)

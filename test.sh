@@ -15,6 +15,14 @@ cd "$(dirname "$(readlink -f "$0")")"
 
 ./deps.sh
 
+# The sshd tests start /usr/sbin/sshd, which as root needs its privilege
+# separation directory; the service unit normally creates it, but a fresh
+# machine or container where sshd never ran has none.
+if [ "$(id -u)" -eq 0 ] && [ ! -d /run/sshd ]; then
+	mkdir -p /run/sshd
+	chmod 0755 /run/sshd
+fi
+
 # Build the test programs in parallel, then run the tests one after another.
 echo "==> make -j$(nproc) check TESTS= (build the test programs)"
 make -j"$(nproc)" check TESTS=
