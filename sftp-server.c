@@ -36,9 +36,9 @@
 
 static uint8_t *input;
 static size_t input_len;
-static int input_eof;   /* stdin returned 0 */
-static int input_stop;  /* a framing error: read and frame no more */
-static int exit_status; /* the status once everything is answered */
+static int input_eof;          /* stdin returned 0 */
+static int input_stop;         /* a framing error: read and frame no more */
+static int exit_status;        /* the status once everything is answered */
 static const char *exit_fatal; /* logged as fatal before that exit */
 
 static void cleanup_exit(int status)
@@ -90,7 +90,7 @@ static const char *client_address(void)
 		return "UNKNOWN";
 	if ((space = strchr(conn, ' ')) == NULL)
 		fatal_exit(255, "Malformed SSH_CONNECTION variable: \"%s\"",
-			   conn);
+		           conn);
 	snprintf(addr, sizeof(addr), "%.*s", (int)(space - conn), conn);
 	return addr;
 }
@@ -152,8 +152,8 @@ static int complete_packet_waiting(void)
 
 static void read_input(void)
 {
-	ssize_t n = read(STDIN_FILENO, input + input_len,
-			 INPUT_CAPACITY - input_len);
+	ssize_t n =
+	    read(STDIN_FILENO, input + input_len, INPUT_CAPACITY - input_len);
 
 	if (n > 0) {
 		input_len += (size_t)n;
@@ -225,15 +225,19 @@ static void serve(void)
 			break;
 
 		nfds = 0;
-		timeout = -1;
+		/* Writing replies may have made room for requests that are
+		 * already in the input: frame them before sleeping. */
+		timeout = queue_has_room() && complete_packet_waiting() ? 0 : -1;
 		if (!input_eof && !input_stop && input_len < INPUT_CAPACITY)
 			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
 		if (out_blocked)
-			pfd[nfds++] = (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
+			pfd[nfds++] =
+			    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
 		if (backend->in_flight() > 0) {
 			ring_fd = backend->completion_fd();
 			if (ring_fd >= 0)
-				pfd[nfds++] = (struct pollfd){ring_fd, POLLIN, 0};
+				pfd[nfds++] =
+				    (struct pollfd){ring_fd, POLLIN, 0};
 			else
 				timeout = 0;
 		}
@@ -267,21 +271,21 @@ int main(int argc, char **argv)
 	log_init(progname, LOG_LEVEL_ERROR, LOG_AUTH, 0);
 	if ((pw = getpwuid(getuid())) == NULL) {
 		fprintf(stderr, "No user found for uid %lu\n",
-			(unsigned long)getuid());
+		        (unsigned long)getuid());
 		return 1;
 	}
 	srv.user = strdup(pw->pw_name);
 	srv.home = strdup(pw->pw_dir);
 	if (parse_options(&srv.opt, argc, argv, srv.user, srv.home,
-			  (unsigned long)pw->pw_uid) == OPTIONS_EXIT_OK)
+	                  (unsigned long)pw->pw_uid) == OPTIONS_EXIT_OK)
 		return 0;
 	log_init(progname, srv.opt.log_level, srv.opt.log_facility,
-		 srv.opt.log_stderr);
+	         srv.opt.log_stderr);
 	log_set_cleanup(log_cleanup);
 	/* Keep other processes of this user out of our memory. */
 	if (prctl(PR_SET_DUMPABLE, 0) != 0)
 		fatal_exit(255, "unable to make the process undumpable: %s",
-			   strerror(errno));
+		           strerror(errno));
 	srv.client_addr = client_address();
 	logit("session opened for local user %s from [%s]", srv.user,
 	      srv.client_addr);
@@ -295,9 +299,9 @@ int main(int argc, char **argv)
 	tune_stdio(STDOUT_FILENO);
 	if ((rc = backend_start(srv.opt.backend, srv.opt.queue_depth)) != 0)
 		fatal_exit(1, "cannot start the %s back end: %s",
-			   srv.opt.backend == BACKEND_URING ? "io_uring"
-							    : "plain",
-			   strerror(-rc));
+		           srv.opt.backend == BACKEND_URING ? "io_uring"
+		                                            : "plain",
+		           strerror(-rc));
 	limits.max_requests = srv.opt.queue_depth;
 	limits.max_reply_bytes = MAX_REPLY_BYTES;
 	queue_init(&limits);
