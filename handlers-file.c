@@ -17,6 +17,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
+#include "readahead.h"
 #include "reply.h"
 #include "server.h"
 #include "sftp.h"
@@ -107,6 +108,8 @@ int process_open(struct request *req)
 	           -1) {
 		close(fd);
 	} else {
+		if ((flags & O_ACCMODE) != O_WRONLY)
+			readahead_on_open(handle_get(idx, HANDLE_FILE));
 		send_handle(req, idx);
 		status = SSH2_FX_OK;
 	}
@@ -242,6 +245,8 @@ int process_read(struct request *req)
 		debug("request %u: sent data len %d", req->id, 0);
 		return HANDLER_DONE;
 	}
+	if (h->is_regular)
+		readahead_on_read(h, off, len);
 	setup_io(req, h, idx, IO_READ, off, p, len);
 	req->io_finish = read_finish;
 	return HANDLER_IO;

@@ -22,6 +22,8 @@ struct handle {
 	dev_t dev; /* identity of the open file, for overlap ordering */
 	ino_t ino;
 	int is_regular; /* short reads are resumed only on regular files */
+	uint64_t next_read;   /* where a sequential READ stream continues */
+	uint64_t ahead_until; /* read-ahead asked for up to here */
 	int next_free;
 };
 
