@@ -90,12 +90,12 @@ static void plain_shutdown(void)
 }
 
 const struct io_backend plain_backend = {
-	.name = "plain",
-	.init = plain_init,
-	.submit = plain_submit,
-	.flush = plain_flush,
-	.completion_fd = plain_completion_fd,
-	.reap = plain_reap,
-	.in_flight = plain_in_flight,
-	.shutdown = plain_shutdown,
+    .name = "plain",
+    .init = plain_init,
+    .submit = plain_submit,
+    .flush = plain_flush,
+    .completion_fd = plain_completion_fd,
+    .reap = plain_reap,
+    .in_flight = plain_in_flight,
+    .shutdown = plain_shutdown,
 };

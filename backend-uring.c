@@ -16,7 +16,7 @@ static unsigned queued, in_flight, max_depth;
 static int probe_opcodes(void)
 {
 	static const int needed[] = {IORING_OP_READ, IORING_OP_WRITE,
-				     IORING_OP_FSYNC};
+	                             IORING_OP_FSYNC};
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&ring);
 	size_t i;
 	int rc = 0;
@@ -56,11 +56,11 @@ static int uring_submit(struct io_op *op)
 	switch (op->opcode) {
 	case IO_READ:
 		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,
-				   op->offset);
+		                   op->offset);
 		break;
 	case IO_WRITE:
 		io_uring_prep_write(sqe, op->fd, op->buf, (unsigned)op->len,
-				    op->offset);
+		                    op->offset);
 		break;
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);
@@ -132,12 +132,12 @@ static void uring_shutdown(void)
 }
 
 const struct io_backend uring_backend = {
-	.name = "io_uring",
-	.init = uring_init,
-	.submit = uring_submit,
-	.flush = uring_flush,
-	.completion_fd = uring_completion_fd,
-	.reap = uring_reap,
-	.in_flight = uring_in_flight,
-	.shutdown = uring_shutdown,
+    .name = "io_uring",
+    .init = uring_init,
+    .submit = uring_submit,
+    .flush = uring_flush,
+    .completion_fd = uring_completion_fd,
+    .reap = uring_reap,
+    .in_flight = uring_in_flight,
+    .shutdown = uring_shutdown,
 };

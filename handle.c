@@ -12,10 +12,10 @@
 #include "log.h"
 
 static struct handle *handles;
-static unsigned num_slots;   /* allocated */
-static unsigned num_used;    /* in use */
+static unsigned num_slots; /* allocated */
+static unsigned num_used;  /* in use */
 static unsigned max_handles = 1U << 20;
-static int first_free = -1;  /* LIFO list through next_free */
+static int first_free = -1; /* LIFO list through next_free */
 
 void handle_set_limit(unsigned max)
 {
@@ -51,7 +51,7 @@ static int handle_slot_alloc(void)
 }
 
 int handle_new(enum handle_kind kind, const char *name, int fd, DIR *dirp,
-	       int flags)
+               int flags)
 {
 	struct handle *h;
 	struct stat st;
@@ -156,9 +156,10 @@ void handle_close_all(void)
 	for (i = 0; i < num_slots; i++) {
 		h = &handles[i];
 		if (h->kind == HANDLE_FILE)
-			logit("forced close \"%s\" bytes read %llu written %llu",
-			      h->name, (unsigned long long)h->bytes_read,
-			      (unsigned long long)h->bytes_written);
+			logit(
+			    "forced close \"%s\" bytes read %llu written %llu",
+			    h->name, (unsigned long long)h->bytes_read,
+			    (unsigned long long)h->bytes_written);
 		else if (h->kind == HANDLE_DIR)
 			logit("forced closedir \"%s\"", h->name);
 		else

@@ -22,8 +22,7 @@ static void reset_server(void)
 }
 
 /* A request from a type and body. */
-static struct request *make_request(uint8_t type, const void *body,
-				    size_t len)
+static struct request *make_request(uint8_t type, const void *body, size_t len)
 {
 	uint8_t packet[512];
 	struct request *req;
@@ -56,8 +55,7 @@ START_TEST(test_table_lookups)
 	ck_assert_ptr_null(handler_for_type(SSH2_FXP_EXTENDED));
 	ck_assert_ptr_null(handler_for_type(99));
 	ck_assert_str_eq(ext("copy-data")->name, "copy-data");
-	ck_assert_str_eq(ext("posix-rename@openssh.com")->name,
-			 "posix-rename");
+	ck_assert_str_eq(ext("posix-rename@openssh.com")->name, "posix-rename");
 	ck_assert_ptr_null(ext("posix-rename"));
 	ck_assert_ptr_null(ext("check-file"));
 	ck_assert(handler_for_type(SSH2_FXP_READ)->is_io);
@@ -68,12 +66,12 @@ END_TEST
 
 START_TEST(test_readonly_refuses_writers)
 {
-	static const char *writers[] = {
-		"write",    "setstat",      "fsetstat", "remove",
-		"mkdir",    "rmdir",        "rename",   "symlink"};
+	static const char *writers[] = {"write",  "setstat", "fsetstat",
+	                                "remove", "mkdir",   "rmdir",
+	                                "rename", "symlink"};
 	static const char *ext_writers[] = {
-		"posix-rename@openssh.com", "hardlink@openssh.com",
-		"fsync@openssh.com", "lsetstat@openssh.com", "copy-data"};
+	    "posix-rename@openssh.com", "hardlink@openssh.com",
+	    "fsync@openssh.com", "lsetstat@openssh.com", "copy-data"};
 	int type, refused = 0;
 	size_t i;
 
@@ -91,7 +89,7 @@ START_TEST(test_readonly_refuses_writers)
 
 		for (type = 0; type < 256; type++) {
 			const struct handler *h =
-				handler_for_type((uint8_t)type);
+			    handler_for_type((uint8_t)type);
 			if (h != NULL && strcmp(h->name, writers[i]) == 0)
 				found = !request_permitted(h);
 		}
@@ -156,17 +154,17 @@ START_TEST(test_version_extensions)
 {
 	reset_server();
 	ck_assert_str_eq(extension_names(),
-			 "posix-rename@openssh.com=1 statvfs@openssh.com=2 "
-			 "fstatvfs@openssh.com=2 hardlink@openssh.com=1 "
-			 "fsync@openssh.com=1 lsetstat@openssh.com=1 "
-			 "limits@openssh.com=1 expand-path@openssh.com=1 "
-			 "copy-data=1 home-directory=1 "
-			 "users-groups-by-id@openssh.com=1 ");
+	                 "posix-rename@openssh.com=1 statvfs@openssh.com=2 "
+	                 "fstatvfs@openssh.com=2 hardlink@openssh.com=1 "
+	                 "fsync@openssh.com=1 lsetstat@openssh.com=1 "
+	                 "limits@openssh.com=1 expand-path@openssh.com=1 "
+	                 "copy-data=1 home-directory=1 "
+	                 "users-groups-by-id@openssh.com=1 ");
 	srv.opt.readonly = 1;
 	ck_assert_str_eq(extension_names(),
-			 "statvfs@openssh.com=2 fstatvfs@openssh.com=2 "
-			 "limits@openssh.com=1 expand-path@openssh.com=1 "
-			 "home-directory=1 users-groups-by-id@openssh.com=1 ");
+	                 "statvfs@openssh.com=2 fstatvfs@openssh.com=2 "
+	                 "limits@openssh.com=1 expand-path@openssh.com=1 "
+	                 "home-directory=1 users-groups-by-id@openssh.com=1 ");
 	srv.opt.readonly = 0;
 	srv.opt.allowed = "realpath,stat";
 	ck_assert_str_eq(extension_names(), "");
@@ -193,11 +191,11 @@ END_TEST
 START_TEST(test_init_and_unknowns)
 {
 	static const uint8_t version[] = {0, 0, 0, 3};
-	static const uint8_t unknown_ext[] = {0, 0, 0, 9, 0, 0, 0, 3,
-					      'f', 'o', 'o'};
-	static const uint8_t denied_read[] = {0, 0, 0, 5, 0, 0, 0, 4,
-					      0, 0, 0, 0, 0, 0, 0, 0,
-					      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	static const uint8_t unknown_ext[] = {0, 0, 0,   9,   0,  0,
+	                                      0, 3, 'f', 'o', 'o'};
+	static const uint8_t denied_read[] = {0, 0, 0, 5, 0, 0, 0, 4, 0,
+	                                      0, 0, 0, 0, 0, 0, 0, 0, 0,
+	                                      0, 0, 0, 0, 0, 0, 0, 0, 1};
 	struct request *req;
 
 	reset_server();
@@ -215,8 +213,7 @@ START_TEST(test_init_and_unknowns)
 	ck_assert_uint_eq(req->reply.len, 0);
 	request_free(req);
 
-	req = make_request(SSH2_FXP_EXTENDED, unknown_ext,
-			   sizeof(unknown_ext));
+	req = make_request(SSH2_FXP_EXTENDED, unknown_ext, sizeof(unknown_ext));
 	ck_assert_int_eq(request_start(req), HANDLER_DONE);
 	ck_assert_int_eq(reply_status(req), SSH2_FX_OP_UNSUPPORTED);
 	ck_assert_uint_eq(peek_u32(req->reply.data + 5), 9);
@@ -246,8 +243,7 @@ START_TEST(test_old_clients_get_bare_status)
 	req = make_request(SSH2_FXP_INIT, version, sizeof(version));
 	ck_assert_int_eq(request_start(req), HANDLER_DONE);
 	request_free(req);
-	req = make_request(SSH2_FXP_EXTENDED, unknown_ext,
-			   sizeof(unknown_ext));
+	req = make_request(SSH2_FXP_EXTENDED, unknown_ext, sizeof(unknown_ext));
 	ck_assert_int_eq(request_start(req), HANDLER_DONE);
 	ck_assert_uint_eq(req->reply.len, 13);
 	request_free(req);

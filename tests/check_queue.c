@@ -63,7 +63,7 @@ static int fake_submit(struct io_op *op)
 	 * (both handles are one file). */
 	for (i = 0; i < num_pending; i++)
 		ck_assert_msg(!must_not_run_together(op, pending[i]),
-			      "conflicting operations in flight");
+		              "conflicting operations in flight");
 	pending[num_pending++] = op;
 	return 0;
 }
@@ -116,17 +116,17 @@ static void fake_shutdown(void)
 }
 
 static const struct io_backend fake_backend = {
-	"fake",		 fake_init,	 fake_submit,	 fake_flush,
-	fake_completion_fd, fake_reap, fake_in_flight, fake_shutdown,
+    "fake",    fake_init,      fake_submit,   fake_flush, fake_completion_fd,
+    fake_reap, fake_in_flight, fake_shutdown,
 };
 
 /* ---- requests and the model ---- */
 
 struct expected {
-	uint8_t type;      /* reply type */
-	uint32_t status;   /* for STATUS */
-	uint64_t size;     /* for ATTRS */
-	size_t len;        /* for DATA */
+	uint8_t type;    /* reply type */
+	uint32_t status; /* for STATUS */
+	uint64_t size;   /* for ATTRS */
+	size_t len;      /* for DATA */
 	uint8_t *data;
 };
 
@@ -190,7 +190,7 @@ static size_t make_fstat(uint8_t *p, uint32_t id, struct expected *e)
 }
 
 static void check_reply(const uint8_t *p, size_t len, uint32_t id,
-			const struct expected *e)
+                        const struct expected *e)
 {
 	ck_assert_uint_ge(len, 9);
 	ck_assert_uint_eq(peek_u32(p), len - 4);
@@ -206,8 +206,8 @@ static void check_reply(const uint8_t *p, size_t len, uint32_t id,
 		/* flags, then the size comes first */
 		ck_assert_uint_eq(peek_u32(p + 9) & SSH2_FILEXFER_ATTR_SIZE, 1);
 		ck_assert_uint_eq((uint64_t)peek_u32(p + 13) << 32 |
-					  peek_u32(p + 17),
-				  e->size);
+		                      peek_u32(p + 17),
+		                  e->size);
 	}
 }
 
@@ -222,7 +222,7 @@ static void drain_output(uint32_t *next_id, struct expected *exp)
 	n = queue_output_iov(iov, 64);
 	for (i = 0; i < n; i++) {
 		check_reply(iov[i].iov_base, iov[i].iov_len, *next_id,
-			    &exp[*next_id]);
+		            &exp[*next_id]);
 		free(exp[*next_id].data);
 		(*next_id)++;
 		total += iov[i].iov_len;
@@ -245,8 +245,8 @@ static void run_seed(unsigned seed)
 	memset(model, 0, sizeof(model));
 	memset(exp, 0, sizeof(exp));
 	model_size = 0;
-	ck_assert_int_eq(
-		ftruncate(handle_get(handles[0], HANDLE_FILE)->fd, 0), 0);
+	ck_assert_int_eq(ftruncate(handle_get(handles[0], HANDLE_FILE)->fd, 0),
+	                 0);
 	for (i = 0; i < NUM_REQUESTS; i++) {
 		kind = rand() % 10;
 		if (kind < 5)
@@ -259,7 +259,7 @@ static void run_seed(unsigned seed)
 	while (replied < NUM_REQUESTS) {
 		while (admitted < NUM_REQUESTS && queue_has_room()) {
 			queue_admit(request_new(packets[admitted],
-						lengths[admitted], 65536));
+			                        lengths[admitted], 65536));
 			admitted++;
 		}
 		ck_assert_uint_le(queue_count(), MAX_REQUESTS);
