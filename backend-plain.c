@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -28,6 +29,10 @@ static ssize_t plain_run(struct io_op *op)
 			break;
 		case IO_WRITE:
 			n = pwrite(op->fd, op->buf, op->len, (off_t)op->offset);
+			break;
+		case IO_WRITEV:
+			n = pwritev(op->fd, op->iov, op->iovcnt,
+			            (off_t)op->offset);
 			break;
 		case IO_FSYNC:
 			n = fsync(op->fd);

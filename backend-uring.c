@@ -16,7 +16,7 @@ static unsigned queued, in_flight, max_depth;
 static int probe_opcodes(void)
 {
 	static const int needed[] = {IORING_OP_READ, IORING_OP_WRITE,
-	                             IORING_OP_FSYNC};
+	                             IORING_OP_WRITEV, IORING_OP_FSYNC};
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&ring);
 	size_t i;
 	int rc = 0;
@@ -61,6 +61,10 @@ static int uring_submit(struct io_op *op)
 	case IO_WRITE:
 		io_uring_prep_write(sqe, op->fd, op->buf, (unsigned)op->len,
 		                    op->offset);
+		break;
+	case IO_WRITEV:
+		io_uring_prep_writev(sqe, op->fd, op->iov, (unsigned)op->iovcnt,
+		                     op->offset);
 		break;
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);

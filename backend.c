@@ -32,24 +32,45 @@ int backend_start(enum backend_choice choice, unsigned depth)
 	return backend->init(depth);
 }
 
+static void io_sync_done(struct io_op *op)
+{
+	*(int *)op->owner = 1;
+}
+
 ssize_t io_sync(struct io_op *op)
 {
 	struct io_op *done;
-	int rc;
+	int rc, finished = 0;
 
+	op->done = io_sync_done;
+	op->owner = &finished;
 	if ((rc = backend->submit(op)) != 0) {
 		op->result = rc;
 		return rc;
 	}
 	backend->flush();
-	/* Barrier requests run with nothing else in flight, so the one
-	 * completion that arrives is ours. */
-	do {
+	while (!finished) {
 		rc = backend->reap(&done, 1, 1);
-	} while (rc == -EINTR);
-	if (rc < 0) {
-		op->result = rc;
-		return rc;
+		if (rc == -EINTR || rc == 0)
+			continue;
+		if (rc < 0) {
+			op->result = rc;
+			return rc;
+		}
+		done->done(done);
 	}
 	return op->result;
+}
+
+int io_reap_ready(void)
+{
+	struct io_op *done[64];
+	int i, n, total = 0;
+
+	while ((n = backend->reap(done, 64, 0)) > 0) {
+		for (i = 0; i < n; i++)
+			done[i]->done(done[i]);
+		total += n;
+	}
+	return n < 0 ? n : total;
 }

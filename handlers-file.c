@@ -204,6 +204,7 @@ static void setup_io(struct request *req, struct handle *h, int idx,
 	req->io.buf = buf;
 	req->io.len = len;
 	req->io.owner = req;
+	req->io_want = len;
 	req->io_done = 0;
 }
 
@@ -257,20 +258,22 @@ static void write_finish(struct request *req)
 	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	ssize_t last = req->io.result;
 
-	if (h != NULL)
-		h->bytes_written += req->io_done;
-	if (last < 0) {
+	if (req->io_done == req->io_want) {
+		/* Only acknowledged bytes count, as in OpenSSH's close line. */
+		if (h != NULL)
+			h->bytes_written += req->io_done;
+		send_status(req, SSH2_FX_OK);
+	} else if (req->io_done > 0 || last >= 0) {
+		/* A short write: OpenSSH says FAILURE here; the retry of the
+		 * remainder may have told us more precisely why. */
+		debug2("nothing at all written");
+		send_status(req, last < 0 ? errno_to_status((int)-last)
+		                          : SSH2_FX_FAILURE);
+	} else {
 		error("process_write: %s \"%.100s\": %s",
 		      io_step(last, "write"), handle_name(req->handle),
 		      strerror((int)-last));
 		send_status(req, errno_to_status((int)-last));
-	} else if (last == 0 && req->io.len > 0) {
-		/* The file system accepted nothing more: as OpenSSH's short
-		 * write. */
-		debug2("nothing at all written");
-		send_status(req, SSH2_FX_FAILURE);
-	} else {
-		send_status(req, SSH2_FX_OK);
 	}
 }
 

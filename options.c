@@ -19,6 +19,8 @@
 
 #define QUEUE_DEPTH_DEFAULT 64
 #define QUEUE_DEPTH_MAX 1024
+#define WRITE_MERGE_DEFAULT (256 * 1024)
+#define WRITE_MERGE_MAX (4 * 1024 * 1024)
 
 /* match_list looks at no more than this many names of a list. */
 #define NAME_LIST_MAX 40
@@ -32,6 +34,7 @@ enum long_only_option {
 	OPT_HELP,
 	OPT_BACKEND,
 	OPT_QUEUE_DEPTH,
+	OPT_WRITE_MERGE,
 };
 
 /*
@@ -46,6 +49,7 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
+    {"write-merge", required_argument, NULL, OPT_WRITE_MERGE},
     {NULL, 0, NULL, 0},
 };
 
@@ -101,9 +105,13 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "it)\n"
 	       "  --queue-depth=N             requests in flight, 1..%d "
 	       "(default %d)\n"
+	       "  --write-merge=BYTES         merge contiguous WRITEs up to "
+	       "BYTES,\n"
+	       "                              0..%d (default %d, 0 = off)\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
-	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT);
+	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
+	       WRITE_MERGE_DEFAULT);
 	exit(0);
 }
 
@@ -140,7 +148,9 @@ static int parse_backend(const char *arg, enum backend_choice *choice)
 	return 0;
 }
 
-static int parse_queue_depth(const char *arg, unsigned *depth)
+/* A decimal number in [min, max]. */
+static int parse_number(const char *arg, unsigned long min, unsigned long max,
+			unsigned *value)
 {
 	char *end;
 	unsigned long n;
@@ -150,9 +160,9 @@ static int parse_queue_depth(const char *arg, unsigned *depth)
 		return -1;
 	errno = 0;
 	n = strtoul(arg, &end, 10);
-	if (*end != '\0' || errno != 0 || n < 1 || n > QUEUE_DEPTH_MAX)
+	if (*end != '\0' || errno != 0 || n < min || n > max)
 		return -1;
-	*depth = (unsigned)n;
+	*value = (unsigned)n;
 	return 0;
 }
 
@@ -163,6 +173,7 @@ static void set_defaults(struct options *o)
 	o->log_facility = LOG_AUTH;
 	o->backend = BACKEND_AUTO;
 	o->queue_depth = QUEUE_DEPTH_DEFAULT;
+	o->write_merge = WRITE_MERGE_DEFAULT;
 }
 
 /*
@@ -255,10 +266,21 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		}
 		break;
 	case OPT_QUEUE_DEPTH:
-		if (parse_queue_depth(arg, &o->queue_depth) != 0) {
+		if (parse_number(arg, 1, QUEUE_DEPTH_MAX, &o->queue_depth) !=
+		    0) {
 			fprintf(stderr,
 			        "Invalid queue depth \"%s\": use 1 to %d\n",
 			        arg, QUEUE_DEPTH_MAX);
+			exit(1);
+		}
+		break;
+	case OPT_WRITE_MERGE:
+		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=
+		    0) {
+			fprintf(stderr,
+				"Invalid write merge limit \"%s\": use 0 to "
+				"%d\n",
+				arg, WRITE_MERGE_MAX);
 			exit(1);
 		}
 		break;

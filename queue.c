@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coalesce.h"
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
@@ -127,13 +128,16 @@ static int io_conflict(const struct request *a, const struct request *b)
 }
 
 /* Rule 2 of DESIGN.md: requests on one file that could see each other run
- * in arrival order. */
-static int conflicts_with_in_flight(const struct request *req)
+ * in arrival order.  Members of the run the request will join do not
+ * count: they end where it begins. */
+static int conflicts_with_in_flight(const struct request *req,
+                                    const struct write_run *joining)
 {
 	const struct request *r;
 
 	for (r = head; r != next_start; r = r->next)
-		if (r->state == REQ_IN_FLIGHT && io_conflict(r, req))
+		if (r->state == REQ_IN_FLIGHT && io_conflict(r, req) &&
+		    (joining == NULL || r->run != joining))
 			return 1;
 	return 0;
 }
@@ -167,24 +171,18 @@ static void stop_at(struct request *req)
 	next_start = NULL;
 }
 
-static int submit_io(struct request *req)
-{
-	int rc = backend->submit(&req->io);
+static void request_io_done(struct io_op *op);
 
-	if (rc == 0) {
-		req->state = REQ_IN_FLIGHT;
-		num_in_flight++;
-	}
-	return rc;
-}
-
-/* Start next_start if the rules allow it: 1 started, 0 must wait. */
+/* Start next_start if the rules allow it: 1 started, 0 must wait.  While
+ * it waits, merged writes are flushed: what it waits for may be in one. */
 static int start_one(struct request *req)
 {
 	int rc;
 
-	if (!request_is_io(req) && num_in_flight > 0)
-		return 0; /* a barrier waits for everything before it */
+	if (!request_is_io(req) && num_in_flight > 0) {
+		coalesce_flush(); /* a barrier waits for everything before it */
+		return 0;
+	}
 	if (req->state == REQ_WAITING) {
 		rc = request_start(req);
 		if (rc == HANDLER_PARSE_ERROR) {
@@ -196,24 +194,38 @@ static int start_one(struct request *req)
 			return 1;
 		}
 		req->state = REQ_PARSED;
+		req->io.done = request_io_done;
 	}
-	if (conflicts_with_in_flight(req))
+	if (conflicts_with_in_flight(req, coalesce_run_for(req))) {
+		coalesce_flush();
 		return 0;
-	rc = submit_io(req);
-	if (rc == -EBUSY)
+	}
+	if (req->is_write && coalesce_add(req)) {
+		req->state = REQ_IN_FLIGHT;
+		num_in_flight++;
+		return 1;
+	}
+	rc = backend->submit(&req->io);
+	if (rc == -EBUSY) {
+		coalesce_flush();
 		return 0;
+	}
+	req->state = REQ_IN_FLIGHT;
+	num_in_flight++;
 	if (rc < 0) {
 		req->io.result = rc;
-		req->io_finish(req);
-		request_done(req);
+		queue_io_finished(req);
 	}
 	return 1;
 }
 
-void queue_dispatch(void)
+void queue_dispatch(int more_input)
 {
 	while (next_start != NULL && start_one(next_start))
 		next_start = next_start->next;
+	/* Never hold replies while the client waits for them. */
+	if (next_start != NULL || !more_input)
+		coalesce_flush();
 	backend->flush();
 }
 
@@ -243,7 +255,14 @@ static int resume_short_io(struct request *req, ssize_t n)
 	return 1;
 }
 
-void queue_complete(struct io_op *op)
+void queue_io_finished(struct request *req)
+{
+	num_in_flight--;
+	req->io_finish(req);
+	request_done(req);
+}
+
+static void request_io_done(struct io_op *op)
 {
 	struct request *req = op->owner;
 	ssize_t n = op->result;
@@ -252,9 +271,7 @@ void queue_complete(struct io_op *op)
 		req->io_done += (size_t)n;
 	if (resume_short_io(req, n))
 		return;
-	num_in_flight--;
-	req->io_finish(req);
-	request_done(req);
+	queue_io_finished(req);
 }
 
 int queue_output_iov(struct iovec *iov, int max)

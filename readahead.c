@@ -42,5 +42,5 @@ void readahead_on_read(struct handle *h, uint64_t off, uint32_t len)
 	h->ahead_until = end + READAHEAD_WINDOW;
 	/* A hint: failure only means no read-ahead. */
 	(void)posix_fadvise(h->fd, (off_t)from, (off_t)(h->ahead_until - from),
-			    POSIX_FADV_WILLNEED);
+	                    POSIX_FADV_WILLNEED);
 }

@@ -7,10 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "options.h"
 
-enum io_opcode { IO_READ, IO_WRITE, IO_FSYNC };
+enum io_opcode { IO_READ, IO_WRITE, IO_WRITEV, IO_FSYNC };
 
 struct io_op {
 	enum io_opcode opcode;
@@ -18,7 +19,11 @@ struct io_op {
 	uint64_t offset;
 	void *buf;      /* IO_READ: destination; IO_WRITE: source */
 	size_t len;
+	struct iovec *iov; /* IO_WRITEV: the sources, iovcnt of them */
+	int iovcnt;
 	ssize_t result; /* bytes moved, or -errno */
+	/* Called by whoever reaps the completion (the event loop). */
+	void (*done)(struct io_op *op);
 	void *owner;    /* the submitter's, untouched by the back end */
 	struct io_op *next; /* back-end private */
 };
@@ -54,8 +59,12 @@ extern const struct io_backend *backend;
  * cannot start. */
 int backend_start(enum backend_choice choice, unsigned depth);
 
-/* Run one operation to completion while nothing else is in flight (for
- * barrier requests such as fsync and copy-data).  Returns op->result. */
+/* Run one operation to completion (for barrier requests such as fsync and
+ * copy-data); other completions that arrive meanwhile go to their done
+ * callbacks.  Returns op->result. */
 ssize_t io_sync(struct io_op *op);
+/* Reap what has finished (without waiting) and call each done callback.
+ * Returns the number reaped, or -errno. */
+int io_reap_ready(void);
 
 #endif

@@ -19,6 +19,7 @@ struct options {
 	unsigned umask_value; /* -u */
 	enum backend_choice backend; /* --backend=uring|plain|auto */
 	unsigned queue_depth; /* --queue-depth=N: requests in flight */
+	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
 };
 
 /* Outcome of parse_options. */

@@ -18,10 +18,12 @@ void queue_init(const struct queue_limits *lim);
 int queue_has_room(void);
 /* Take ownership of a framed request, in arrival order. */
 void queue_admit(struct request *req);
-/* Start every request the ordering rules allow; submit I/O. */
-void queue_dispatch(void);
-/* Deliver finished I/O from the back end (short I/O is resubmitted). */
-void queue_complete(struct io_op *op);
+/* Start every request the ordering rules allow; submit I/O.  more_input:
+ * further requests are about to be framed, so merged writes may wait for
+ * them; otherwise every run is written now. */
+void queue_dispatch(int more_input);
+/* An I/O request's bytes are done (io.result, io_done set): reply. */
+void queue_io_finished(struct request *req);
 /* Nothing admitted, in flight or waiting to be sent. */
 int queue_idle(void);
 /* Requests admitted and not yet replied. */

@@ -8,6 +8,7 @@
 #include "buf.h"
 
 struct handler;
+struct write_run;
 
 enum request_state {
 	REQ_WAITING,  /* admitted, not started */
@@ -34,10 +35,15 @@ struct request {
 	uint64_t start;
 	uint64_t end;      /* UINT64_MAX for append writes */
 	int is_write;
+	size_t io_want;    /* bytes asked for */
 	size_t io_done;    /* bytes moved so far (short I/O is resumed) */
 	/* Builds the reply once the I/O is finished (io.result holds the
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
+
+	/* A WRITE merged with its neighbours (coalesce.c). */
+	struct write_run *run;
+	struct request *run_next;
 
 	/* Set with HANDLER_PARSE_ERROR: the fatal log line. */
 	char fatal[128];

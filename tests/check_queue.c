@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "coalesce.h"
 #include "handle.h"
 #include "log.h"
 #include "queue.h"
@@ -28,6 +29,25 @@
 
 static struct io_op *pending[FAKE_DEPTH];
 static unsigned num_pending;
+static unsigned merged_writes; /* vectored writes of 2 or more requests */
+
+/* Bytes an operation covers (a vectored write: all its iovecs). */
+static size_t op_len(const struct io_op *op)
+{
+	size_t n = 0;
+	int i;
+
+	if (op->opcode != IO_WRITEV)
+		return op->len;
+	for (i = 0; i < op->iovcnt; i++)
+		n += op->iov[i].iov_len;
+	return n;
+}
+
+static int op_writes(const struct io_op *op)
+{
+	return op->opcode == IO_WRITE || op->opcode == IO_WRITEV;
+}
 
 /* The same rule as queue.c states, checked independently: two writes
  * must not overlap; a read must not run with a write that ends past the
@@ -36,14 +56,14 @@ static int must_not_run_together(const struct io_op *a, const struct io_op *b)
 {
 	const struct io_op *rd, *wr;
 
-	if (a->opcode == IO_WRITE && b->opcode == IO_WRITE)
-		return a->offset < b->offset + b->len &&
-		       b->offset < a->offset + a->len;
-	if (a->opcode != IO_WRITE && b->opcode != IO_WRITE)
+	if (op_writes(a) && op_writes(b))
+		return a->offset < b->offset + op_len(b) &&
+		       b->offset < a->offset + op_len(a);
+	if (!op_writes(a) && !op_writes(b))
 		return 0;
-	rd = a->opcode == IO_WRITE ? b : a;
-	wr = a->opcode == IO_WRITE ? a : b;
-	return wr->offset + wr->len > rd->offset;
+	rd = op_writes(a) ? b : a;
+	wr = op_writes(a) ? a : b;
+	return wr->offset + op_len(wr) > rd->offset;
 }
 
 static int fake_init(unsigned depth)
@@ -78,6 +98,22 @@ static int fake_completion_fd(void)
 	return -1;
 }
 
+/* A vectored write of only the first len bytes. */
+static ssize_t pwritev_prefix(const struct io_op *op, size_t len)
+{
+	struct iovec iov[64];
+	int n = 0;
+
+	while (len > 0 && n < op->iovcnt) {
+		iov[n] = op->iov[n];
+		if (iov[n].iov_len > len)
+			iov[n].iov_len = len;
+		len -= iov[n].iov_len;
+		n++;
+	}
+	return pwritev(op->fd, iov, n, (off_t)op->offset);
+}
+
 /* Finish one random operation, moving a random prefix of it. */
 static int fake_reap(struct io_op **done, int max, int wait)
 {
@@ -91,15 +127,19 @@ static int fake_reap(struct io_op **done, int max, int wait)
 	i = (unsigned)rand() % num_pending;
 	op = pending[i];
 	pending[i] = pending[--num_pending];
-	len = op->len;
+	len = op_len(op);
 	if (len > 1 && rand() % 3 == 0)
 		len = 1 + (size_t)rand() % (len - 1);
 	if (op->opcode == IO_READ)
 		op->result = pread(op->fd, op->buf, len, (off_t)op->offset);
 	else if (op->opcode == IO_WRITE)
 		op->result = pwrite(op->fd, op->buf, len, (off_t)op->offset);
+	else if (op->opcode == IO_WRITEV)
+		op->result = pwritev_prefix(op, len);
 	else
 		op->result = 0;
+	if (op->opcode == IO_WRITEV && op->iovcnt > 1)
+		merged_writes++;
 	if (op->result < 0)
 		op->result = -errno;
 	done[0] = op;
@@ -131,6 +171,7 @@ struct expected {
 };
 
 static uint8_t model[FILE_SPAN * 2];
+static uint64_t last_write_end[2];
 static uint64_t model_size;
 static int handles[2];
 
@@ -145,10 +186,16 @@ static size_t put_header(uint8_t *p, uint8_t type, uint32_t id, int handle)
 
 static size_t make_write(uint8_t *p, uint32_t id, struct expected *e)
 {
+	int which = rand() % 2;
 	uint64_t off = (uint64_t)rand() % FILE_SPAN;
 	uint32_t len = 1 + (uint32_t)rand() % 8192;
-	size_t n = put_header(p, SSH2_FXP_WRITE, id, handles[rand() % 2]);
+	size_t n = put_header(p, SSH2_FXP_WRITE, id, handles[which]);
 	uint32_t i;
+
+	/* Half the writes continue the handle's last one: mergeable. */
+	if (rand() % 2 && last_write_end[which] < FILE_SPAN)
+		off = last_write_end[which];
+	last_write_end[which] = off + len;
 
 	poke_u64(p + n, off);
 	poke_u32(p + n + 8, len);
@@ -263,10 +310,10 @@ static void run_seed(unsigned seed)
 			admitted++;
 		}
 		ck_assert_uint_le(queue_count(), MAX_REQUESTS);
-		queue_dispatch();
+		queue_dispatch(rand() % 2);
 		drain_output(&replied, exp);
 		if (backend->reap(done, 1, 0) == 1)
-			queue_complete(done[0]);
+			done[0]->done(done[0]);
 		/* No request waits forever: a bound on the turns. */
 		ck_assert_uint_lt(++turns, NUM_REQUESTS * 100);
 	}
@@ -296,6 +343,15 @@ START_TEST(test_random_completion_order)
 	ck_assert_int_ge(handles[1], 0);
 	for (seed = 1; seed <= 200; seed++)
 		run_seed(seed);
+	ck_assert_uint_eq(merged_writes, 0);
+	/* Again with write merging, limits from tiny to large. */
+	for (seed = 1; seed <= 200; seed++) {
+		coalesce_init(seed % 4 == 0 ? 4096 : 65536 * (seed % 5));
+		run_seed(1000 + seed);
+		ck_assert(!coalesce_pending());
+	}
+	ck_assert_uint_gt(merged_writes, 200);
+	coalesce_init(0);
 	handle_close(handles[0]);
 	handle_close(handles[1]);
 }
