@@ -94,249 +94,236 @@ static const char *client_address(void)
 		srv.client_addr = conn; /* OpenSSH's closing line shows it */
 		fatal_exit(255, "Malformed SSH_CONNECTION variable: \"%s\"",
 		           conn);
-		snprintf(addr, sizeof(addr), "%.*s", (int)(space - conn), conn);
-		return addr;
 	}
+	snprintf(addr, sizeof(addr), "%.*s", (int)(space - conn), conn);
+	return addr;
+}
 
-	static void set_handle_limit(void)
-	{
-		struct rlimit rl;
+static void set_handle_limit(void)
+{
+	struct rlimit rl;
 
-		/* Descriptors bound handles anyway; the table never outgrows
-		 * them. */
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-		    rl.rlim_cur != RLIM_INFINITY)
-			handle_set_limit((unsigned)rl.rlim_cur);
-	}
+	/* Descriptors bound handles anyway; the table never outgrows
+	 * them. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		handle_set_limit((unsigned)rl.rlim_cur);
+}
 
-	static void stop_input(int status, const char *fatal)
-	{
-		input_stop = 1;
-		exit_status = status;
-		exit_fatal = fatal;
-	}
+static void stop_input(int status, const char *fatal)
+{
+	input_stop = 1;
+	exit_status = status;
+	exit_fatal = fatal;
+}
 
-	/* Cut complete packets off the input and admit them, while there is
-	 * room. */
-	static void frame_input(void)
-	{
-		struct request *req;
-		size_t off = 0;
-		uint32_t len;
+/* Cut complete packets off the input and admit them, while there is
+ * room. */
+static void frame_input(void)
+{
+	struct request *req;
+	size_t off = 0;
+	uint32_t len;
 
-		while (!input_stop && queue_has_room() &&
-		       input_len - off >= 4) {
-			len = peek_u32(input + off);
-			if (len > SFTP_MAX_MSG_LENGTH) {
-				error("bad message from %s local user %s",
-				      srv.client_addr, srv.user);
-				stop_input(11, NULL);
-				break;
-			}
-			if (len == 0) {
-				stop_input(
-				    255, "process: parse: incomplete message");
-				break;
-			}
-			if (input_len - off - 4 < len)
-				break;
-			req =
-			    request_new(input + off + 4, len, MAX_REPLY_PACKET);
-			if (req == NULL)
-				fatal_exit(255, "frame_input: out of memory");
-			queue_admit(req);
-			off += 4 + len;
+	while (!input_stop && queue_has_room() && input_len - off >= 4) {
+		len = peek_u32(input + off);
+		if (len > SFTP_MAX_MSG_LENGTH) {
+			error("bad message from %s local user %s",
+			      srv.client_addr, srv.user);
+			stop_input(11, NULL);
+			break;
 		}
-		if (off > 0) {
-			memmove(input, input + off, input_len - off);
-			input_len -= off;
+		if (len == 0) {
+			stop_input(255, "process: parse: incomplete message");
+			break;
 		}
+		if (input_len - off - 4 < len)
+			break;
+		req = request_new(input + off + 4, len, MAX_REPLY_PACKET);
+		if (req == NULL)
+			fatal_exit(255, "frame_input: out of memory");
+		queue_admit(req);
+		off += 4 + len;
 	}
-
-	static int complete_packet_waiting(void)
-	{
-		return !input_stop && input_len >= 4 &&
-		       input_len - 4 >= peek_u32(input);
+	if (off > 0) {
+		memmove(input, input + off, input_len - off);
+		input_len -= off;
 	}
+}
 
-	static void read_input(void)
-	{
-		ssize_t n = read(STDIN_FILENO, input + input_len,
-		                 INPUT_CAPACITY - input_len);
+static int complete_packet_waiting(void)
+{
+	return !input_stop && input_len >= 4 &&
+	       input_len - 4 >= peek_u32(input);
+}
 
-		if (n > 0) {
-			input_len += (size_t)n;
-		} else if (n == 0) {
-			debug("read eof");
-			input_eof = 1;
-		} else if (errno != EAGAIN && errno != EINTR) {
-			error("read: %s", strerror(errno));
-			cleanup_exit(1);
+static void read_input(void)
+{
+	ssize_t n =
+	    read(STDIN_FILENO, input + input_len, INPUT_CAPACITY - input_len);
+
+	if (n > 0) {
+		input_len += (size_t)n;
+	} else if (n == 0) {
+		debug("read eof");
+		input_eof = 1;
+	} else if (errno != EAGAIN && errno != EINTR) {
+		error("read: %s", strerror(errno));
+		cleanup_exit(1);
+	}
+}
+
+/* Write what replies are ready; 1 if some remain (stdout is full). */
+static int write_output(void)
+{
+	struct iovec iov[MAX_IOV];
+	ssize_t n;
+	int cnt;
+
+	queue_output_consumed(0); /* drops requests that have no reply */
+	while ((cnt = queue_output_iov(iov, MAX_IOV)) > 0) {
+		n = writev(STDOUT_FILENO, iov, cnt);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return 1;
+		if (n == -1 && errno == EPIPE)
+			cleanup_exit(0);
+		if (n <= 0) {
+			error("write: %s", n == 0 ? "closed" : strerror(errno));
+			cleanup_exit(n == 0 ? 0 : 1);
 		}
+		queue_output_consumed((size_t)n);
 	}
+	return 0;
+}
 
-	/* Write what replies are ready; 1 if some remain (stdout is full). */
-	static int write_output(void)
-	{
-		struct iovec iov[MAX_IOV];
-		ssize_t n;
-		int cnt;
+static void reap_completions(void)
+{
+	int rc = io_reap_ready();
 
-		queue_output_consumed(
-		    0); /* drops requests that have no reply */
-		while ((cnt = queue_output_iov(iov, MAX_IOV)) > 0) {
-			n = writev(STDOUT_FILENO, iov, cnt);
-			if (n == -1 && errno == EINTR)
+	if (rc < 0)
+		fatal_exit(1, "I/O completion: %s", strerror(-rc));
+}
+
+/* More requests are about to arrive: bytes wait in stdin and we will
+ * read and frame them next turn.  Merged writes may wait for those. */
+static int more_input_ready(void)
+{
+	int avail = 0;
+
+	if (!coalesce_pending() || input_eof || input_stop ||
+	    input_len >= INPUT_CAPACITY || !queue_has_room())
+		return 0;
+	return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 && avail > 0;
+}
+
+static int finished(void)
+{
+	if (!queue_idle())
+		return 0;
+	if (queue_fatal_status() != 0 || input_stop)
+		return 1;
+	return input_eof && !complete_packet_waiting();
+}
+
+static void serve(void)
+{
+	struct pollfd pfd[3];
+	int nfds, timeout, ring_fd, out_blocked;
+
+	for (;;) {
+		frame_input();
+		queue_dispatch(more_input_ready());
+		out_blocked = write_output();
+		if (finished())
+			break;
+
+		nfds = 0;
+		/* Writing replies may have made room for requests that
+		 * are already in the input: frame them before sleeping.
+		 */
+		timeout =
+		    queue_has_room() && complete_packet_waiting() ? 0 : -1;
+		if (!input_eof && !input_stop && input_len < INPUT_CAPACITY)
+			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
+		if (out_blocked)
+			pfd[nfds++] =
+			    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
+		if (backend->in_flight() > 0) {
+			ring_fd = backend->completion_fd();
+			if (ring_fd >= 0)
+				pfd[nfds++] =
+				    (struct pollfd){ring_fd, POLLIN, 0};
+			else
+				timeout = 0;
+		}
+		if (poll(pfd, nfds, timeout) == -1) {
+			if (errno == EINTR)
 				continue;
-			if (n == -1 && errno == EAGAIN)
-				return 1;
-			if (n == -1 && errno == EPIPE)
-				cleanup_exit(0);
-			if (n <= 0) {
-				error("write: %s",
-				      n == 0 ? "closed" : strerror(errno));
-				cleanup_exit(n == 0 ? 0 : 1);
-			}
-			queue_output_consumed((size_t)n);
+			error("poll: %s", strerror(errno));
+			cleanup_exit(2);
 		}
+		if (nfds > 0 && pfd[0].fd == STDIN_FILENO && pfd[0].revents)
+			read_input();
+		reap_completions();
+	}
+	if (queue_fatal_status() != 0)
+		fatal_exit(queue_fatal_status(), "%s", queue_fatal_message());
+	if (exit_fatal != NULL)
+		fatal_exit(exit_status, "%s", exit_fatal);
+	cleanup_exit(exit_status);
+}
+
+int main(int argc, char **argv)
+{
+	struct queue_limits limits;
+	struct passwd *pw;
+	const char *progname;
+	int rc;
+
+	sanitise_stdfd();
+	closefrom(STDERR_FILENO + 1);
+	progname = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	log_init(progname, LOG_LEVEL_ERROR, LOG_AUTH, 0);
+	if ((pw = getpwuid(getuid())) == NULL) {
+		fprintf(stderr, "No user found for uid %lu\n",
+		        (unsigned long)getuid());
+		return 1;
+	}
+	srv.user = strdup(pw->pw_name);
+	srv.home = strdup(pw->pw_dir);
+	if (parse_options(&srv.opt, argc, argv, srv.user, srv.home,
+	                  (unsigned long)pw->pw_uid) == OPTIONS_EXIT_OK)
 		return 0;
-	}
+	log_init(progname, srv.opt.log_level, srv.opt.log_facility,
+	         srv.opt.log_stderr);
+	log_set_cleanup(log_cleanup);
+	/* Keep other processes of this user out of our memory. */
+	if (prctl(PR_SET_DUMPABLE, 0) != 0)
+		fatal_exit(255, "unable to make the process undumpable: %s",
+		           strerror(errno));
+	srv.client_addr = client_address();
+	logit("session opened for local user %s from [%s]", srv.user,
+	      srv.client_addr);
+	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0)
+		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
+		      strerror(errno));
 
-	static void reap_completions(void)
-	{
-		int rc = io_reap_ready();
-
-		if (rc < 0)
-			fatal_exit(1, "I/O completion: %s", strerror(-rc));
-	}
-
-	/* More requests are about to arrive: bytes wait in stdin and we will
-	 * read and frame them next turn.  Merged writes may wait for those. */
-	static int more_input_ready(void)
-	{
-		int avail = 0;
-
-		if (!coalesce_pending() || input_eof || input_stop ||
-		    input_len >= INPUT_CAPACITY || !queue_has_room())
-			return 0;
-		return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 && avail > 0;
-	}
-
-	static int finished(void)
-	{
-		if (!queue_idle())
-			return 0;
-		if (queue_fatal_status() != 0 || input_stop)
-			return 1;
-		return input_eof && !complete_packet_waiting();
-	}
-
-	static void serve(void)
-	{
-		struct pollfd pfd[3];
-		int nfds, timeout, ring_fd, out_blocked;
-
-		for (;;) {
-			frame_input();
-			queue_dispatch(more_input_ready());
-			out_blocked = write_output();
-			if (finished())
-				break;
-
-			nfds = 0;
-			/* Writing replies may have made room for requests that
-			 * are already in the input: frame them before sleeping.
-			 */
-			timeout = queue_has_room() && complete_packet_waiting()
-			              ? 0
-			              : -1;
-			if (!input_eof && !input_stop &&
-			    input_len < INPUT_CAPACITY)
-				pfd[nfds++] =
-				    (struct pollfd){STDIN_FILENO, POLLIN, 0};
-			if (out_blocked)
-				pfd[nfds++] =
-				    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
-			if (backend->in_flight() > 0) {
-				ring_fd = backend->completion_fd();
-				if (ring_fd >= 0)
-					pfd[nfds++] =
-					    (struct pollfd){ring_fd, POLLIN, 0};
-				else
-					timeout = 0;
-			}
-			if (poll(pfd, nfds, timeout) == -1) {
-				if (errno == EINTR)
-					continue;
-				error("poll: %s", strerror(errno));
-				cleanup_exit(2);
-			}
-			if (nfds > 0 && pfd[0].fd == STDIN_FILENO &&
-			    pfd[0].revents)
-				read_input();
-			reap_completions();
-		}
-		if (queue_fatal_status() != 0)
-			fatal_exit(queue_fatal_status(), "%s",
-			           queue_fatal_message());
-		if (exit_fatal != NULL)
-			fatal_exit(exit_status, "%s", exit_fatal);
-		cleanup_exit(exit_status);
-	}
-
-	int main(int argc, char **argv)
-	{
-		struct queue_limits limits;
-		struct passwd *pw;
-		const char *progname;
-		int rc;
-
-		sanitise_stdfd();
-		closefrom(STDERR_FILENO + 1);
-		progname =
-		    strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-		log_init(progname, LOG_LEVEL_ERROR, LOG_AUTH, 0);
-		if ((pw = getpwuid(getuid())) == NULL) {
-			fprintf(stderr, "No user found for uid %lu\n",
-			        (unsigned long)getuid());
-			return 1;
-		}
-		srv.user = strdup(pw->pw_name);
-		srv.home = strdup(pw->pw_dir);
-		if (parse_options(&srv.opt, argc, argv, srv.user, srv.home,
-		                  (unsigned long)pw->pw_uid) == OPTIONS_EXIT_OK)
-			return 0;
-		log_init(progname, srv.opt.log_level, srv.opt.log_facility,
-		         srv.opt.log_stderr);
-		log_set_cleanup(log_cleanup);
-		/* Keep other processes of this user out of our memory. */
-		if (prctl(PR_SET_DUMPABLE, 0) != 0)
-			fatal_exit(255,
-			           "unable to make the process undumpable: %s",
-			           strerror(errno));
-		srv.client_addr = client_address();
-		logit("session opened for local user %s from [%s]", srv.user,
-		      srv.client_addr);
-		if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0)
-			error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
-			      strerror(errno));
-
-		signal(SIGPIPE, SIG_IGN);
-		set_handle_limit();
-		tune_stdio(STDIN_FILENO);
-		tune_stdio(STDOUT_FILENO);
-		if ((rc = backend_start(srv.opt.backend,
-		                        srv.opt.queue_depth)) != 0)
-			fatal_exit(1, "cannot start the %s back end: %s",
-			           srv.opt.backend == BACKEND_URING ? "io_uring"
-			                                            : "plain",
-			           strerror(-rc));
-		limits.max_requests = srv.opt.queue_depth;
-		limits.max_reply_bytes = MAX_REPLY_BYTES;
-		queue_init(&limits);
-		coalesce_init(srv.opt.write_merge);
-		if ((input = malloc(INPUT_CAPACITY)) == NULL)
-			fatal_exit(1, "out of memory");
-		serve();
-		return 0;
-	}
+	signal(SIGPIPE, SIG_IGN);
+	set_handle_limit();
+	tune_stdio(STDIN_FILENO);
+	tune_stdio(STDOUT_FILENO);
+	if ((rc = backend_start(srv.opt.backend, srv.opt.queue_depth)) != 0)
+		fatal_exit(1, "cannot start the %s back end: %s",
+		           srv.opt.backend == BACKEND_URING ? "io_uring"
+		                                            : "plain",
+		           strerror(-rc));
+	limits.max_requests = srv.opt.queue_depth;
+	limits.max_reply_bytes = MAX_REPLY_BYTES;
+	queue_init(&limits);
+	coalesce_init(srv.opt.write_merge);
+	if ((input = malloc(INPUT_CAPACITY)) == NULL)
+		fatal_exit(1, "out of memory");
+	serve();
+	return 0;
+}
