@@ -178,7 +178,7 @@ def packet(ptype, payload=b""):
 # ---------------------------------------------------------------- decoding
 
 class Reader:
-    """Sequential reader over a reply body; raises ProtocolError on underrun."""
+    """Sequential reader over a reply body (ProtocolError on underrun)."""
 
     def __init__(self, data):
         self.data = data
@@ -348,10 +348,12 @@ class Client:
     argv: the server command.  socketpair: give the server one AF_UNIX
     socket as stdin and stdout (as upstream sshd does) instead of two pipes.
     stderr: a path to write the server's stderr to (default: a private temp
-    file, see stderr_bytes()).  timeout: default seconds to wait for I/O."""
+    file, see stderr_bytes()).  timeout: default seconds to wait for I/O.
+    preexec_fn: run in the child before exec (e.g. to set rlimits)."""
 
     def __init__(self, argv, cwd=None, env=None, socketpair=False,
-                 stderr=None, timeout=None, start_new_session=True):
+                 stderr=None, timeout=None, start_new_session=True,
+                 preexec_fn=None):
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.rbuf = bytearray()
         self.eof = False
@@ -370,7 +372,8 @@ class Client:
                 try:
                     self.proc = subprocess.Popen(
                         argv, stdin=theirs, stdout=theirs, stderr=errf,
-                        cwd=cwd, env=env, start_new_session=start_new_session)
+                        cwd=cwd, env=env, start_new_session=start_new_session,
+                        preexec_fn=preexec_fn)
                 finally:
                     theirs.close()
                 self.sock = ours
@@ -379,7 +382,8 @@ class Client:
                 self.proc = subprocess.Popen(
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                     stderr=errf, cwd=cwd, env=env,
-                    start_new_session=start_new_session)
+                    start_new_session=start_new_session,
+                    preexec_fn=preexec_fn)
                 self.rfd = self.proc.stdout.fileno()
                 self.wfd = self.proc.stdin.fileno()
         finally:
@@ -387,6 +391,17 @@ class Client:
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
         self.wclosed = False
+        self.held = None
+
+    def begin_batch(self):
+        """Hold everything sent until end_batch(), which sends it all in
+        one write (so the server sees many requests at once)."""
+        self.held = bytearray()
+
+    def end_batch(self, timeout=None):
+        data, self.held = self.held, None
+        if data:
+            self.send_raw(bytes(data), timeout)
 
     # -------------------------------------------------- low level I/O
 
@@ -405,6 +420,9 @@ class Client:
     def send_raw(self, data, timeout=None):
         """Write bytes to the server's stdin, reading its output meanwhile
         (so a large batch cannot deadlock on full pipes)."""
+        if self.held is not None:
+            self.held += data
+            return
         if self.wclosed:
             raise SFTPError("stdin already closed")
         timeout = self.timeout if timeout is None else timeout

@@ -1,0 +1,221 @@
+# shellcheck shell=bash
+# Shared helpers for the script tests (difftest.sh, integration.sh,
+# sshd-test.sh).  Source it after `set -eu`.
+#
+# Environment:
+#   SERVER       the server under test (default: ../uring-sftp-server next
+#                to this directory).  /usr/lib/openssh/sftp-server works too:
+#                then no --backend option is passed.
+#   SERVER_ARGS  extra arguments for every run of the server (word-split).
+#   BACKENDS     the passes to run (default "uring plain"); each pass adds
+#                --backend=NAME to the server's arguments, except for
+#                OpenSSH's server, which takes no such option.
+#   PYTHON3      Python with the standard library (default /usr/bin/python3).
+#   KEEP_WORK=1  keep the temporary directory.
+
+: "${PYTHON3:=/usr/bin/python3}"
+export PYTHON3
+OPENSSH_SFTP_SERVER=/usr/lib/openssh/sftp-server
+# A test never runs inside someone's ssh session as far as the server knows.
+unset SSH_CONNECTION SSH_CLIENT SSH_TTY SSH_ORIGINAL_COMMAND
+export LC_ALL=C
+
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+N_PASSED=0
+N_FAILED=0
+WORK=
+CLEANUP_PIDS=()
+
+pass() {
+	N_PASSED=$((N_PASSED + 1))
+	echo "PASS: $*"
+}
+
+fail() {
+	N_FAILED=$((N_FAILED + 1))
+	echo "FAIL: $*"
+}
+
+note() {
+	echo "NOTE: $*"
+}
+
+# check DESCRIPTION COMMAND...: run the command, count a pass or a failure.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then
+		pass "$desc"
+	else
+		fail "$desc"
+	fi
+}
+
+# same_file A B: byte-for-byte equal (cmp says where they differ).
+same_file() {
+	if [ ! -f "$1" ]; then
+		echo "  missing: $1"
+		return 1
+	fi
+	if [ ! -f "$2" ]; then
+		echo "  missing: $2"
+		return 1
+	fi
+	cmp "$1" "$2"
+}
+
+# same_tree A B: same regular files with the same bytes, same directories.
+same_tree() {
+	diff -r --no-dereference "$1" "$2"
+}
+
+# has_line FILE TEXT: FILE has a line equal to TEXT (after removing \r).
+has_line() {
+	if tr -d '\r' <"$1" | grep -qxF -- "$2"; then
+		return 0
+	fi
+	echo "  no line '$2' in $1"
+	return 1
+}
+
+skip_all() {
+	echo "SKIP: $*"
+	echo "0 passed, 0 failed"
+	exit 77
+}
+
+# finish: print the summary line and exit 0 (all passed) or 1.
+finish() {
+	echo "$N_PASSED passed, $N_FAILED failed"
+	if [ "$N_FAILED" -gt 0 ]; then
+		exit 1
+	fi
+	if [ "$N_PASSED" -eq 0 ]; then
+		echo "nothing was tested"
+		exit 1
+	fi
+	exit 0
+}
+
+# umount_below DIR: unmount file systems a test mounted below DIR.
+umount_below() {
+	local m
+	# /proc/self/mounts escapes spaces as \040; our paths have none.
+	awk '{ print $2 }' /proc/self/mounts | sort -r | while read -r m; do
+		case $m in
+		"$1"/*) umount "$m" 2>/dev/null || true ;;
+		esac
+	done
+}
+
+cleanup() {
+	local pid
+	for pid in ${CLEANUP_PIDS[@]+"${CLEANUP_PIDS[@]}"}; do
+		if kill -0 "$pid" 2>/dev/null; then
+			kill "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+		fi
+	done
+	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+		umount_below "$WORK"
+		if [ "${KEEP_WORK:-0}" = 1 ]; then
+			echo "kept $WORK"
+		else
+			chmod -R u+rwx "$WORK" 2>/dev/null || true
+			rm -rf "$WORK"
+		fi
+	fi
+}
+
+# make_workdir NAME: WORK=a fresh temporary directory, removed at exit.
+make_workdir() {
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXXXX")
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# find_server: set SERVER (absolute) or skip the whole test.
+find_server() {
+	if [ -z "${SERVER:-}" ]; then
+		SERVER=$TESTS_DIR/../uring-sftp-server
+	fi
+	case $SERVER in
+	/*) ;;
+	*) SERVER=$PWD/$SERVER ;;
+	esac
+	if [ ! -x "$SERVER" ]; then
+		skip_all "server $SERVER is not built (set SERVER=)"
+	fi
+	export SERVER
+	if [ ! -x "$PYTHON3" ]; then
+		skip_all "no Python at $PYTHON3"
+	fi
+}
+
+is_openssh_server() {
+	[ "${SERVER_IS_OPENSSH:-}" = 1 ] && return 0
+	[ "$(readlink -f "$SERVER")" = "$(readlink -f "$OPENSSH_SFTP_SERVER")" ]
+}
+
+# setup_passes: PASS_NAMES[i] and PASS_ARGS[i] (a string of extra server
+# arguments) for each backend pass.
+setup_passes() {
+	local b
+	PASS_NAMES=()
+	PASS_ARGS=()
+	for b in ${BACKENDS:-uring plain}; do
+		PASS_NAMES+=("$b")
+		if is_openssh_server; then
+			PASS_ARGS+=("${SERVER_ARGS:-}")
+		else
+			PASS_ARGS+=("${SERVER_ARGS:+$SERVER_ARGS }--backend=$b")
+		fi
+	done
+	if is_openssh_server; then
+		note "SERVER is OpenSSH's sftp-server: passes run without --backend"
+	fi
+}
+
+# free_port: print a TCP port on 127.0.0.1 that was free a moment ago.
+free_port() {
+	"$PYTHON3" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# wait_port PORT SECONDS: wait until something accepts on 127.0.0.1:PORT.
+wait_port() {
+	"$PYTHON3" - "$1" "$2" <<'EOF'
+import socket, sys, time
+port, limit = int(sys.argv[1]), float(sys.argv[2])
+end = time.time() + limit
+while time.time() < end:
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.5).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.05)
+sys.exit(1)
+EOF
+}
+
+# mkrandom FILE BYTES: a file of random bytes.
+mkrandom() {
+	head -c "$2" /dev/urandom >"$1"
+}
+
+# make_tree DIR: a small directory tree with odd sizes and names.
+make_tree() {
+	mkdir -p "$1/sub/deeper" "$1/empty-dir" "$1/other"
+	mkrandom "$1/top.bin" 100000
+	: >"$1/empty"
+	mkrandom "$1/sub/one" 1
+	mkrandom "$1/sub/deeper/a 32767" 32767
+	mkrandom "$1/sub/deeper/b" 32768
+	mkrandom "$1/other/c" 261121
+	printf 'text\n' >"$1/other/t.txt"
+	chmod 600 "$1/other/t.txt"
+	chmod 750 "$1/sub/deeper"
+}

@@ -1,0 +1,339 @@
+#!/bin/bash
+# Functions here are mostly called through `check`:
+# shellcheck disable=SC2317
+# $SERVER as the sftp Subsystem of a real sshd on 127.0.0.1 (a free high
+# port, throwaway host and user keys, its own sshd_config), used by OpenSSH's
+# sftp and scp, paramiko and lftp.  Files are compared byte for byte.  sshd
+# is started and stopped by its pid, once per backend pass.  sshd discards
+# a subsystem's stderr, so the Subsystem line (run by the user's shell)
+# sends the server's -e log to a file.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+
+SSHD=/usr/sbin/sshd
+find_server
+[ -x "$SSHD" ] || skip_all "$SSHD is not installed (openssh-server)"
+for tool in ssh sftp scp ssh-keygen cmp; do
+	command -v "$tool" >/dev/null || skip_all "$tool is not installed"
+done
+if [ "$(id -u)" != 0 ]; then
+	skip_all "sshd-test needs root (sshd must switch users and own its keys)"
+fi
+if [ ! -d /run/sshd ]; then
+	# sshd's privilege separation directory; Debian's service creates it.
+	mkdir -m 0755 /run/sshd 2>/dev/null ||
+		skip_all "cannot create /run/sshd (privilege separation directory)"
+	note "created /run/sshd"
+fi
+make_workdir sshd-test
+setup_passes
+
+ME=$(id -un)
+BIG=$((40 * 1024 * 1024))
+KEY=$WORK/id_ed25519
+ssh-keygen -q -t ed25519 -N '' -C sshd-test-host -f "$WORK/host_ed25519"
+ssh-keygen -q -t ed25519 -N '' -C sshd-test-user -f "$KEY"
+cp "$KEY.pub" "$WORK/authorized_keys"
+chmod 600 "$WORK/authorized_keys"
+
+L=$WORK/local
+mkdir -p "$L"
+: >"$L/empty"
+mkrandom "$L/one" 1
+mkrandom "$L/s32767" 32767
+mkrandom "$L/s32768" 32768
+mkrandom "$L/s261121" 261121
+mkrandom "$L/big40" "$BIG"
+make_tree "$L/tree"
+SIZES="empty one s32767 s32768 s261121 big40"
+
+SSHOPTS=(-F /dev/null -i "$KEY" -o IdentitiesOnly=yes -o BatchMode=yes
+	-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+	-o LogLevel=ERROR)
+SSHD_PID=
+
+# start_sshd PASS ARGS: write the config, start sshd, wait for the port.
+start_sshd() {
+	local cfg=$WORK/sshd_config.$1
+	for _ in 1 2 3; do
+		PORT=$(free_port)
+		cat >"$cfg" <<EOF
+Port $PORT
+ListenAddress 127.0.0.1
+HostKey $WORK/host_ed25519
+PidFile $WORK/sshd.$1.pid
+AuthorizedKeysFile $WORK/authorized_keys
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AllowTcpForwarding no
+X11Forwarding no
+PrintMotd no
+MaxStartups 100
+LogLevel INFO
+Subsystem sftp $SERVER $2 -e -l INFO 2>>$WORK/server.$1.log
+EOF
+		if ! "$SSHD" -t -f "$cfg" >"$WORK/sshd-t.log" 2>&1; then
+			cat "$WORK/sshd-t.log"
+			skip_all "sshd rejects the test configuration"
+		fi
+		"$SSHD" -D -e -f "$cfg" 2>"$WORK/sshd.$1.log" &
+		SSHD_PID=$!
+		CLEANUP_PIDS+=("$SSHD_PID")
+		if wait_port "$PORT" 10; then
+			return 0
+		fi
+		kill "$SSHD_PID" 2>/dev/null || true
+		wait "$SSHD_PID" 2>/dev/null || true
+		tail -n 5 "$WORK/sshd.$1.log"
+	done
+	return 1
+}
+
+stop_sshd() {
+	if [ -n "$SSHD_PID" ] && kill -0 "$SSHD_PID" 2>/dev/null; then
+		kill "$SSHD_PID"
+		wait "$SSHD_PID" 2>/dev/null || true
+	fi
+	SSHD_PID=
+}
+
+# run_sftp NAME BATCH: stdout in $P/NAME.out, stderr in $P/NAME.log.
+run_sftp() {
+	local rc=0
+	sftp -P "$PORT" "${SSHOPTS[@]}" -b "$2" "$ME@127.0.0.1" \
+		>"$P/$1.out" 2>"$P/$1.log" || rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "  sftp $1 exited $rc:"
+		sed 's/^/    /' "$P/$1.log" | tail -n 20
+		return 1
+	fi
+}
+
+scp_run() {
+	scp -q -P "$PORT" "${SSHOPTS[@]}" "$@" 2>>"$P/scp.log"
+}
+
+paramiko_run() {
+	"$PYTHON3" - "$PORT" "$KEY" "$L" "$R" "$P/pm" "$ME" <<'EOF' >"$P/paramiko.log" 2>&1
+import hashlib, os, stat, sys, time
+import paramiko
+port, key, L, R, D, user = sys.argv[1:]
+port = int(port)
+os.makedirs(D, exist_ok=True)
+t = paramiko.Transport(("127.0.0.1", port))
+t.connect(username=user, pkey=paramiko.Ed25519Key.from_private_key_file(key))
+sftp = paramiko.SFTPClient.from_transport(t)
+failed = 0
+def check(what, ok):
+    global failed
+    print(("ok   " if ok else "FAIL ") + what)
+    failed += 0 if ok else 1
+def same(a, b):
+    with open(a, "rb") as f, open(b, "rb") as g:
+        return f.read() == g.read()
+names = ["empty", "one", "s32767", "s32768", "s261121", "big40"]
+for n in names:
+    t0 = time.time()
+    sftp.put(os.path.join(L, n), R + "/pm-" + n)
+    check("put %s (%.2fs)" % (n, time.time() - t0),
+          same(os.path.join(L, n), R + "/pm-" + n))
+for n in names:
+    t0 = time.time()
+    sftp.get(R + "/pm-" + n, os.path.join(D, n))   # prefetch by default
+    check("get %s (%.2fs)" % (n, time.time() - t0),
+          same(os.path.join(L, n), os.path.join(D, n)))
+# an explicitly prefetched read of the whole file in one go
+with sftp.open(R + "/pm-big40", "rb") as f:
+    f.prefetch()
+    data = f.read()
+with open(os.path.join(L, "big40"), "rb") as f:
+    check("prefetch read", data == f.read())
+# pipelined writes through a file object
+with open(os.path.join(L, "s261121"), "rb") as f:
+    src = f.read()
+with sftp.open(R + "/pm-pipelined", "wb") as f:
+    f.set_pipelined(True)
+    for off in range(0, len(src), 10000):
+        f.write(src[off:off + 10000])
+check("pipelined write", same(os.path.join(L, "s261121"), R + "/pm-pipelined"))
+# readv: scattered reads
+with sftp.open(R + "/pm-s261121", "rb") as f:
+    chunks = [(0, 10), (32760, 20), (261000, 121), (100, 65536)]
+    got = list(f.readv(chunks))
+check("readv", got == [src[o:o + n] for o, n in chunks])
+sftp.mkdir(R + "/pm-dir", 0o750)
+check("mkdir mode", stat.S_IMODE(os.stat(R + "/pm-dir").st_mode) == 0o750)
+sftp.rename(R + "/pm-one", R + "/pm-dir/one")
+check("rename", os.path.exists(R + "/pm-dir/one"))
+sftp.posix_rename(R + "/pm-dir/one", R + "/pm-dir/one2")
+check("posix_rename", os.path.exists(R + "/pm-dir/one2"))
+sftp.symlink("one2", R + "/pm-dir/link")
+check("symlink", os.readlink(R + "/pm-dir/link") == "one2")
+check("readlink", sftp.readlink(R + "/pm-dir/link") == "one2")
+check("listdir", sorted(sftp.listdir(R + "/pm-dir")) == ["link", "one2"])
+attrs = {a.filename: a for a in sftp.listdir_attr(R + "/pm-dir")}
+check("listdir_attr", attrs["one2"].st_size == 1 and
+      stat.S_ISLNK(attrs["link"].st_mode))
+check("stat", sftp.stat(R + "/pm-big40").st_size == len(data))
+check("lstat", stat.S_ISLNK(sftp.lstat(R + "/pm-dir/link").st_mode))
+sftp.chmod(R + "/pm-s32767", 0o604)
+check("chmod", stat.S_IMODE(os.stat(R + "/pm-s32767").st_mode) == 0o604)
+sftp.utime(R + "/pm-s32767", (1000000000, 1000000000))
+check("utime", os.stat(R + "/pm-s32767").st_mtime == 1000000000)
+sftp.truncate(R + "/pm-s32767", 100)
+check("truncate", os.stat(R + "/pm-s32767").st_size == 100)
+check("normalize", sftp.normalize(R + "/pm-dir/..") == R)
+sftp.remove(R + "/pm-dir/link")
+sftp.remove(R + "/pm-dir/one2")
+sftp.rmdir(R + "/pm-dir")
+check("remove/rmdir", not os.path.exists(R + "/pm-dir"))
+try:
+    sftp.stat(R + "/no-such")
+    check("missing file raises", False)
+except FileNotFoundError:
+    check("missing file raises", True)
+sftp.close()
+t.close()
+print("paramiko failures:", failed)
+sys.exit(1 if failed else 0)
+EOF
+}
+
+lftp_run() {
+	local conn
+	conn="ssh -a -x ${SSHOPTS[*]}"
+	lftp -c "set sftp:connect-program '$conn'; set net:max-retries 1; \
+set net:timeout 20; set cmd:fail-exit yes; \
+open -u $ME, -p $PORT sftp://127.0.0.1; \
+cd $R; \
+put -O $R $L/big40 -o lftp-big40; \
+put $L/s261121 -o lftp-s261121; \
+put $L/empty -o lftp-empty; \
+get lftp-big40 -o $P/lftp-dl-big40; \
+get lftp-s261121 -o $P/lftp-dl-s261121; \
+get lftp-empty -o $P/lftp-dl-empty; \
+mirror -R $L/tree $R/lftp-tree; \
+mirror $R/lftp-tree $P/lftp-tree-back; \
+mkdir lftp-dir; rmdir lftp-dir; \
+mv lftp-s261121 lftp-moved; \
+chmod 640 lftp-moved; \
+cls -l lftp-moved; \
+rm lftp-empty; \
+ls" >"$P/lftp.out" 2>"$P/lftp.log"
+}
+
+for i in "${!PASS_NAMES[@]}"; do
+	PASS=${PASS_NAMES[$i]}
+	ARGS=${PASS_ARGS[$i]}
+	P=$WORK/pass-$PASS
+	R=$P/remote
+	mkdir -p "$R" "$P/dl"
+	echo "=== pass $PASS: $SERVER $ARGS"
+	if ! start_sshd "$PASS" "$ARGS"; then
+		if [ "$i" = 0 ]; then
+			skip_all "sshd did not start (log above)"
+		fi
+		fail "[$PASS] sshd did not start"
+		continue
+	fi
+	pass "[$PASS] sshd started on 127.0.0.1:$PORT (pid $SSHD_PID)"
+
+	# ---------------------------------------------------- sftp
+	{
+		for f in $SIZES; do
+			echo "put $L/$f $R/$f"
+		done
+		echo "mkdir $R/dir"
+		echo "rename $R/one $R/dir/one"
+		echo "ln -s s32767 $R/link"
+		echo "chmod 640 $R/s32768"
+		echo "ls -l $R"
+		echo "df $R"
+		echo "cp $R/s261121 $R/copied"
+		echo "put -r $L/tree $R/tree"
+		for f in $SIZES; do
+			[ "$f" = one ] && f=dir/one
+			echo "get $R/$f $P/dl/"
+		done
+		echo "get -r $R/tree $P/dl/tree"
+	} >"$P/sftp.batch"
+	check "[$PASS] sftp session through sshd" run_sftp sftp "$P/sftp.batch"
+	for f in $SIZES; do
+		src=$f
+		[ "$f" = one ] && src=dir/one
+		check "[$PASS] sftp put $f" same_file "$L/$f" "$R/$src"
+		check "[$PASS] sftp get $f" same_file "$L/$f" "$P/dl/$f"
+	done
+	check "[$PASS] sftp cp (copy-data)" same_file "$L/s261121" "$R/copied"
+	check "[$PASS] sftp put -r" same_tree "$L/tree" "$R/tree"
+	check "[$PASS] sftp get -r" same_tree "$L/tree" "$P/dl/tree"
+	check "[$PASS] sftp ln -s" test "$(readlink "$R/link")" = s32767
+	check "[$PASS] sftp chmod" test "$(stat -c %a "$R/s32768")" = 640
+	SLOG=$WORK/server.$PASS.log
+	check "[$PASS] log: session opened (SSH_CONNECTION)" has_line \
+		"$SLOG" "session opened for local user $ME from [127.0.0.1]"
+	check "[$PASS] log: close with byte count" has_line "$SLOG" \
+		"close \"$R/big40\" bytes read 0 written $BIG"
+	check "[$PASS] log: download byte count" has_line "$SLOG" \
+		"close \"$R/big40\" bytes read $BIG written 0"
+	check "[$PASS] log: session closed" has_line "$SLOG" \
+		"session closed for local user $ME from [127.0.0.1]"
+
+	# ---------------------------------------------------- scp (SFTP mode)
+	mkdir -p "$P/scp"
+	check "[$PASS] scp upload" scp_run "$L/big40" "$L/s261121" "$L/empty" \
+		"$ME@127.0.0.1:$R/dir/"
+	check "[$PASS] scp upload 40 MiB" same_file "$L/big40" "$R/dir/big40"
+	check "[$PASS] scp upload odd" same_file "$L/s261121" "$R/dir/s261121"
+	check "[$PASS] scp upload empty" same_file "$L/empty" "$R/dir/empty"
+	check "[$PASS] scp download" scp_run "$ME@127.0.0.1:$R/dir/big40" \
+		"$ME@127.0.0.1:$R/dir/s261121" "$P/scp/"
+	check "[$PASS] scp download 40 MiB" same_file "$L/big40" "$P/scp/big40"
+	check "[$PASS] scp download odd" same_file "$L/s261121" "$P/scp/s261121"
+	check "[$PASS] scp -r upload" scp_run -r "$L/tree" "$ME@127.0.0.1:$R/scp-tree"
+	check "[$PASS] scp -r upload content" same_tree "$L/tree" "$R/scp-tree"
+	check "[$PASS] scp -r download" scp_run -r "$ME@127.0.0.1:$R/scp-tree" "$P/scp/tree"
+	check "[$PASS] scp -r download content" same_tree "$L/tree" "$P/scp/tree"
+
+	# ---------------------------------------------------- paramiko
+	if "$PYTHON3" -c 'import paramiko' 2>/dev/null; then
+		if paramiko_run; then
+			pass "[$PASS] paramiko ($(grep -c '^ok' "$P/paramiko.log") checks)"
+		else
+			fail "[$PASS] paramiko"
+			sed 's/^/    /' "$P/paramiko.log" | grep -v '^    ok' | tail -n 30
+		fi
+	else
+		note "paramiko is not installed for $PYTHON3 (python3-paramiko): skipped"
+	fi
+
+	# ---------------------------------------------------- lftp
+	if command -v lftp >/dev/null; then
+		if lftp_run; then
+			pass "[$PASS] lftp session"
+		else
+			fail "[$PASS] lftp session"
+			sed 's/^/    /' "$P/lftp.log" | tail -n 20
+		fi
+		check "[$PASS] lftp put/get 40 MiB" same_file "$L/big40" "$P/lftp-dl-big40"
+		check "[$PASS] lftp upload 40 MiB" same_file "$L/big40" "$R/lftp-big40"
+		check "[$PASS] lftp put/get odd" same_file "$L/s261121" "$P/lftp-dl-s261121"
+		check "[$PASS] lftp put/get empty" same_file "$L/empty" "$P/lftp-dl-empty"
+		check "[$PASS] lftp mirror -R" same_tree "$L/tree" "$R/lftp-tree"
+		check "[$PASS] lftp mirror" same_tree "$L/tree" "$P/lftp-tree-back"
+		check "[$PASS] lftp mv/chmod" test "$(stat -c %a "$R/lftp-moved")" = 640
+		check "[$PASS] lftp rm" test ! -e "$R/lftp-empty"
+	else
+		note "lftp is not installed: skipped"
+	fi
+
+	stop_sshd
+	check "[$PASS] sshd stopped" test -z "$SSHD_PID"
+	rm -rf "$P"
+done
+finish
