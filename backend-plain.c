@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -37,6 +38,13 @@ static ssize_t plain_run(struct io_op *op)
 		case IO_FSYNC:
 			n = fsync(op->fd);
 			break;
+		case IO_SPLICE_IN: {
+			loff_t off = (loff_t)op->offset;
+
+			n = splice(op->fd, &off, op->fd_out, NULL, op->len,
+			           SPLICE_F_MOVE);
+			break;
+		}
 		default:
 			errno = EINVAL;
 			n = -1;
@@ -90,6 +98,11 @@ static unsigned plain_in_flight(void)
 	return done_count;
 }
 
+static int plain_can_splice(void)
+{
+	return 1;
+}
+
 static void plain_shutdown(void)
 {
 }
@@ -102,5 +115,6 @@ const struct io_backend plain_backend = {
     .completion_fd = plain_completion_fd,
     .reap = plain_reap,
     .in_flight = plain_in_flight,
+    .can_splice = plain_can_splice,
     .shutdown = plain_shutdown,
 };

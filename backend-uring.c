@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 
 static struct io_uring ring;
 static int ring_ready;
+static int has_splice;
 static unsigned queued, in_flight, max_depth;
 
 /* Every opcode we use must be there (kernels before 5.6 lack READ/WRITE). */
@@ -26,6 +28,8 @@ static int probe_opcodes(void)
 	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 		if (!io_uring_opcode_supported(probe, needed[i]))
 			rc = -ENOSYS;
+	/* Optional: without it READ replies are copied. */
+	has_splice = io_uring_opcode_supported(probe, IORING_OP_SPLICE);
 	io_uring_free_probe(probe);
 	return rc;
 }
@@ -68,6 +72,11 @@ static int uring_submit(struct io_op *op)
 		break;
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);
+		break;
+	case IO_SPLICE_IN:
+		io_uring_prep_splice(sqe, op->fd, (int64_t)op->offset,
+		                     op->fd_out, -1, (unsigned)op->len,
+		                     SPLICE_F_MOVE);
 		break;
 	}
 	io_uring_sqe_set_data(sqe, op);
@@ -128,6 +137,11 @@ static unsigned uring_in_flight(void)
 	return in_flight + queued;
 }
 
+static int uring_can_splice(void)
+{
+	return has_splice;
+}
+
 static void uring_shutdown(void)
 {
 	if (ring_ready)
@@ -143,5 +157,6 @@ const struct io_backend uring_backend = {
     .completion_fd = uring_completion_fd,
     .reap = uring_reap,
     .in_flight = uring_in_flight,
+    .can_splice = uring_can_splice,
     .shutdown = uring_shutdown,
 };

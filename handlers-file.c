@@ -17,6 +17,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
+#include "pipes.h"
 #include "readahead.h"
 #include "reply.h"
 #include "server.h"
@@ -27,6 +28,8 @@
 #define READDIR_BATCH 100
 /* DATA reply header: length, type, id, data length. */
 #define DATA_HEADER_LEN 13
+/* READs at least this long are spliced; shorter ones are cheaper to copy. */
+#define SPLICE_MIN_LEN (16 * 1024)
 
 static int flags_from_portable(uint32_t pflags)
 {
@@ -164,6 +167,10 @@ static void read_finish(struct request *req)
 	ssize_t last = req->io.result;
 	size_t n = req->io_done;
 
+	if (n == 0 && req->has_pipe) {
+		pipe_put(&req->pipe, 0);
+		req->has_pipe = 0;
+	}
 	if (n == 0 && last < 0) {
 		error("process_read: %s \"%.100s\": %s", io_step(last, "read"),
 		      handle_name(req->handle), strerror((int)-last));
@@ -175,13 +182,35 @@ static void read_finish(struct request *req)
 		send_status(req, SSH2_FX_EOF);
 		return;
 	}
-	/* The header was written before the read; fix the lengths. */
+	/* The header was written before the read; now the length is exact:
+	 * the bytes are in our buffer or in our pipe, whatever happens to
+	 * the file. */
 	poke_u32(req->reply.data, (uint32_t)(DATA_HEADER_LEN - 4 + n));
 	poke_u32(req->reply.data + 9, (uint32_t)n);
-	req->reply.len = DATA_HEADER_LEN + n;
+	if (req->has_pipe) {
+		req->reply.len = DATA_HEADER_LEN;
+		req->pipe_left = n;
+	} else {
+		req->reply.len = DATA_HEADER_LEN + n;
+	}
 	if (h != NULL)
 		h->bytes_read += n;
 	debug("request %u: sent data len %d", req->id, (int)n);
+}
+
+/* A file system that cannot splice: read into the reply buffer instead. */
+static int read_without_splice(struct request *req)
+{
+	uint8_t *p;
+
+	pipe_put(&req->pipe, 0);
+	req->has_pipe = 0;
+	req->io_fallback = NULL;
+	if (wbuf_reserve(&req->reply, req->io.len, &p) != BUF_OK)
+		return 0;
+	req->io.opcode = IO_READ;
+	req->io.buf = p;
+	return 1;
 }
 
 static void setup_io(struct request *req, struct handle *h, int idx,
@@ -236,11 +265,11 @@ int process_read(struct request *req)
 		send_status(req, errno_to_status(EINVAL));
 		return HANDLER_DONE;
 	}
-	/* DATA header now, the bytes straight after it: no copy later. */
+	/* DATA header now, the bytes straight after it (or in a pipe): no
+	 * copy later. */
 	reply_begin(req, SSH2_FXP_DATA);
-	if (wbuf_put_u32(&req->reply, len) != BUF_OK ||
-	    wbuf_reserve(&req->reply, len, &p) != BUF_OK)
-		fatal_exit(255, "process_read: no memory for %u bytes", len);
+	if (wbuf_put_u32(&req->reply, len) != BUF_OK)
+		fatal_exit(255, "process_read: encode failed");
 	if (len == 0) {
 		reply_end(req);
 		debug("request %u: sent data len %d", req->id, 0);
@@ -248,8 +277,18 @@ int process_read(struct request *req)
 	}
 	if (h->is_regular)
 		readahead_on_read(h, off, len);
-	setup_io(req, h, idx, IO_READ, off, p, len);
 	req->io_finish = read_finish;
+	if (h->is_regular && len >= SPLICE_MIN_LEN &&
+	    pipe_get(&req->pipe) == 0) {
+		req->has_pipe = 1;
+		setup_io(req, h, idx, IO_SPLICE_IN, off, NULL, len);
+		req->io.fd_out = req->pipe.wr;
+		req->io_fallback = read_without_splice;
+		return HANDLER_IO;
+	}
+	if (wbuf_reserve(&req->reply, len, &p) != BUF_OK)
+		fatal_exit(255, "process_read: no memory for %u bytes", len);
+	setup_io(req, h, idx, IO_READ, off, p, len);
 	return HANDLER_IO;
 }
 

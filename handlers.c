@@ -154,6 +154,14 @@ int request_is_io(const struct request *req)
 	return h != NULL && h->is_io;
 }
 
+int request_may_modify(const struct request *req)
+{
+	const struct handler *h = handler_for_type(req->type);
+
+	/* Extensions are not known before parsing; OPEN may truncate. */
+	return h == NULL || h->does_write || req->type == SSH2_FXP_OPEN;
+}
+
 static int parse_error(struct request *req, const char *where)
 {
 	snprintf(req->fatal, sizeof(req->fatal),

@@ -35,6 +35,7 @@ enum long_only_option {
 	OPT_BACKEND,
 	OPT_QUEUE_DEPTH,
 	OPT_WRITE_MERGE,
+	OPT_NO_SPLICE,
 };
 
 /*
@@ -50,6 +51,7 @@ static const struct option long_options[] = {
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
     {"write-merge", required_argument, NULL, OPT_WRITE_MERGE},
+    {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
     {NULL, 0, NULL, 0},
 };
 
@@ -108,6 +110,8 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "  --write-merge=BYTES         merge contiguous WRITEs up to "
 	       "BYTES,\n"
 	       "                              0..%d (default %d, 0 = off)\n"
+	       "  --no-splice                 copy READ data instead of "
+	       "splicing it\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
@@ -150,7 +154,7 @@ static int parse_backend(const char *arg, enum backend_choice *choice)
 
 /* A decimal number in [min, max]. */
 static int parse_number(const char *arg, unsigned long min, unsigned long max,
-			unsigned *value)
+                        unsigned *value)
 {
 	char *end;
 	unsigned long n;
@@ -274,13 +278,16 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 			exit(1);
 		}
 		break;
+	case OPT_NO_SPLICE:
+		o->no_splice = 1;
+		break;
 	case OPT_WRITE_MERGE:
 		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=
 		    0) {
 			fprintf(stderr,
-				"Invalid write merge limit \"%s\": use 0 to "
-				"%d\n",
-				arg, WRITE_MERGE_MAX);
+			        "Invalid write merge limit \"%s\": use 0 to "
+			        "%d\n",
+			        arg, WRITE_MERGE_MAX);
 			exit(1);
 		}
 		break;

@@ -15,6 +15,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
+#include "pipes.h"
 #include "queue.h"
 
 static struct queue_limits limits;
@@ -24,6 +25,8 @@ static unsigned num_requests;      /* admitted, reply not fully written */
 static unsigned num_in_flight;     /* REQ_IN_FLIGHT */
 static size_t reply_bytes;         /* encoded, not yet written */
 static size_t head_sent;           /* bytes of head's reply written */
+static unsigned num_piped;         /* READ replies still in their pipes */
+static int waiting_for_reader;     /* blocked until stdout is read */
 static int fatal_status;
 static char fatal_message[sizeof(((struct request *)0)->fatal)];
 
@@ -52,6 +55,10 @@ struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply)
 
 void request_free(struct request *req)
 {
+	if (req->has_pipe)
+		pipe_put(&req->pipe, req->pipe_left);
+	if (req->pipe_left > 0)
+		num_piped--;
 	free(req->packet);
 	wbuf_free(&req->reply);
 	free(req);
@@ -76,6 +83,11 @@ int queue_idle(void)
 int queue_fatal_status(void)
 {
 	return fatal_status;
+}
+
+int queue_waiting_for_reader(void)
+{
+	return waiting_for_reader;
 }
 
 const char *queue_fatal_message(void)
@@ -105,7 +117,9 @@ void queue_admit(struct request *req)
 static void request_done(struct request *req)
 {
 	req->state = REQ_DONE;
-	reply_bytes += req->reply.len;
+	reply_bytes += req->reply.len + req->pipe_left;
+	if (req->pipe_left > 0)
+		num_piped++;
 }
 
 /* Could running a and b in either order change a result?  Two writes only
@@ -129,14 +143,16 @@ static int io_conflict(const struct request *a, const struct request *b)
 
 /* Rule 2 of DESIGN.md: requests on one file that could see each other run
  * in arrival order.  Members of the run the request will join do not
- * count: they end where it begins. */
+ * count: they end where it begins.  A spliced READ counts until its data
+ * has left its pipe: the pipe holds the file's pages, not a copy. */
 static int conflicts_with_in_flight(const struct request *req,
                                     const struct write_run *joining)
 {
 	const struct request *r;
 
 	for (r = head; r != next_start; r = r->next)
-		if (r->state == REQ_IN_FLIGHT && io_conflict(r, req) &&
+		if ((r->state == REQ_IN_FLIGHT || r->pipe_left > 0) &&
+		    io_conflict(r, req) &&
 		    (joining == NULL || r->run != joining))
 			return 1;
 	return 0;
@@ -173,14 +189,29 @@ static void stop_at(struct request *req)
 
 static void request_io_done(struct io_op *op);
 
+/* Spliced READ data handed to stdout is made of file pages until the
+ * reader (sshd, or the client) has read it: nothing may write files
+ * meanwhile.  The event loop looks again shortly (queue_waiting). */
+static int reader_behind(void)
+{
+	if (!pipes_in_transit())
+		return 0;
+	waiting_for_reader = 1;
+	return 1;
+}
+
 /* Start next_start if the rules allow it: 1 started, 0 must wait.  While
  * it waits, merged writes are flushed: what it waits for may be in one. */
 static int start_one(struct request *req)
 {
 	int rc;
 
-	if (!request_is_io(req) && num_in_flight > 0) {
-		coalesce_flush(); /* a barrier waits for everything before it */
+	/* A barrier waits for everything before it; one that may change
+	 * file data also for spliced READ data still in pipes. */
+	if (!request_is_io(req) &&
+	    (num_in_flight > 0 ||
+	     (request_may_modify(req) && (num_piped > 0 || reader_behind())))) {
+		coalesce_flush();
 		return 0;
 	}
 	if (req->state == REQ_WAITING) {
@@ -196,7 +227,8 @@ static int start_one(struct request *req)
 		req->state = REQ_PARSED;
 		req->io.done = request_io_done;
 	}
-	if (conflicts_with_in_flight(req, coalesce_run_for(req))) {
+	if (conflicts_with_in_flight(req, coalesce_run_for(req)) ||
+	    (req->is_write && reader_behind())) {
 		coalesce_flush();
 		return 0;
 	}
@@ -221,6 +253,7 @@ static int start_one(struct request *req)
 
 void queue_dispatch(int more_input)
 {
+	waiting_for_reader = 0;
 	while (next_start != NULL && start_one(next_start))
 		next_start = next_start->next;
 	/* Never hold replies while the client waits for them. */
@@ -271,9 +304,15 @@ static void request_io_done(struct io_op *op)
 		req->io_done += (size_t)n;
 	if (resume_short_io(req, n))
 		return;
+	if (n < 0 && req->io_done == 0 && req->io_fallback != NULL &&
+	    (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP) &&
+	    req->io_fallback(req) && backend->submit(&req->io) == 0)
+		return;
 	queue_io_finished(req);
 }
 
+/* Replies ready to go, in order, as iovecs.  A reply whose data waits in
+ * a pipe ends the list after its header: the pipe goes next. */
 int queue_output_iov(struct iovec *iov, int max)
 {
 	struct request *r;
@@ -288,8 +327,22 @@ int queue_output_iov(struct iovec *iov, int max)
 			n++;
 		}
 		skip = 0;
+		if (r->pipe_left > 0)
+			break;
 	}
 	return n;
+}
+
+static void release_head(void)
+{
+	struct request *r = head;
+
+	head_sent = 0;
+	head = r->next;
+	if (head == NULL)
+		tail = NULL;
+	request_free(r);
+	num_requests--;
 }
 
 void queue_output_consumed(size_t n)
@@ -300,16 +353,30 @@ void queue_output_consumed(size_t n)
 	reply_bytes -= n;
 	while ((r = head) != NULL && r->state == REQ_DONE) {
 		left = r->reply.len - head_sent;
-		if (n < left) {
+		if (n < left || (n == left && r->pipe_left > 0)) {
 			head_sent += n;
 			return;
 		}
 		n -= left;
-		head_sent = 0;
-		head = r->next;
-		if (head == NULL)
-			tail = NULL;
-		request_free(r);
-		num_requests--;
+		release_head();
+	}
+}
+
+int queue_output_pipe(size_t *len)
+{
+	if (head == NULL || head->state != REQ_DONE || head->pipe_left == 0 ||
+	    head_sent < head->reply.len)
+		return -1;
+	*len = head->pipe_left;
+	return head->pipe.rd;
+}
+
+void queue_output_piped(size_t n)
+{
+	reply_bytes -= n;
+	head->pipe_left -= n;
+	if (head->pipe_left == 0) {
+		num_piped--;
+		release_head();
 	}
 }

@@ -22,6 +22,7 @@
 #include "handle.h"
 #include "log.h"
 #include "options.h"
+#include "pipes.h"
 #include "queue.h"
 #include "server.h"
 #include "sftp.h"
@@ -150,6 +151,18 @@ static void frame_input(void)
 	}
 }
 
+/* READ replies are spliced when stdout is a pipe (as Debian's sshd gives
+ * us) or a socket (other sshd builds, sftp -D) and the back end can do
+ * it; else their bytes are copied. */
+static void setup_splice(void)
+{
+	if (!srv.opt.no_splice && backend->can_splice())
+		/* Twice the largest READ: an unaligned one spans one page
+		 * more than its length, and each page takes a pipe slot. */
+		(void)pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH,
+		                 STDOUT_FILENO);
+}
+
 static int complete_packet_waiting(void)
 {
 	return !input_stop && input_len >= 4 &&
@@ -172,29 +185,58 @@ static void read_input(void)
 	}
 }
 
+static void output_failed(ssize_t n)
+{
+	if (n == -1 && errno == EPIPE)
+		cleanup_exit(0);
+	error("write: %s", n == 0 ? "closed" : strerror(errno));
+	cleanup_exit(n == 0 ? 0 : 1);
+}
+
+/* Move the head reply's data from its pipe to stdout: no copy.  Returns 1
+ * when stdout is full. */
+static int splice_output(int pipe_rd, size_t len)
+{
+	ssize_t n = splice(pipe_rd, NULL, STDOUT_FILENO, NULL, len,
+	                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+	if (n == -1 && errno == EINTR)
+		return 0;
+	if (n == -1 && errno == EAGAIN)
+		return 1;
+	if (n <= 0)
+		output_failed(n);
+	pipes_spliced_out();
+	queue_output_piped((size_t)n);
+	return 0;
+}
+
 /* Write what replies are ready; 1 if some remain (stdout is full). */
 static int write_output(void)
 {
 	struct iovec iov[MAX_IOV];
+	size_t len;
 	ssize_t n;
-	int cnt;
+	int cnt, fd;
 
-	queue_output_consumed(0); /* drops requests that have no reply */
-	while ((cnt = queue_output_iov(iov, MAX_IOV)) > 0) {
+	for (;;) {
+		queue_output_consumed(0); /* drops requests with no reply */
+		if ((fd = queue_output_pipe(&len)) >= 0) {
+			if (splice_output(fd, len))
+				return 1;
+			continue;
+		}
+		if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
+			return 0;
 		n = writev(STDOUT_FILENO, iov, cnt);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && errno == EAGAIN)
 			return 1;
-		if (n == -1 && errno == EPIPE)
-			cleanup_exit(0);
-		if (n <= 0) {
-			error("write: %s", n == 0 ? "closed" : strerror(errno));
-			cleanup_exit(n == 0 ? 0 : 1);
-		}
+		if (n <= 0)
+			output_failed(n);
 		queue_output_consumed((size_t)n);
 	}
-	return 0;
 }
 
 static void reap_completions(void)
@@ -230,20 +272,22 @@ static void serve(void)
 {
 	struct pollfd pfd[3];
 	int nfds, timeout, ring_fd, out_blocked;
+	unsigned before;
 
 	for (;;) {
 		frame_input();
 		queue_dispatch(more_input_ready());
+		before = queue_count();
 		out_blocked = write_output();
+		/* Replies that went out may have made room for input already
+		 * read, or unblocked a request: go round before sleeping. */
+		if (queue_count() < before)
+			continue;
 		if (finished())
 			break;
 
 		nfds = 0;
-		/* Writing replies may have made room for requests that
-		 * are already in the input: frame them before sleeping.
-		 */
-		timeout =
-		    queue_has_room() && complete_packet_waiting() ? 0 : -1;
+		timeout = queue_waiting_for_reader() ? 1 : -1;
 		if (!input_eof && !input_stop && input_len < INPUT_CAPACITY)
 			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
 		if (out_blocked)
@@ -322,6 +366,7 @@ int main(int argc, char **argv)
 	limits.max_reply_bytes = MAX_REPLY_BYTES;
 	queue_init(&limits);
 	coalesce_init(srv.opt.write_merge);
+	setup_splice();
 	if ((input = malloc(INPUT_CAPACITY)) == NULL)
 		fatal_exit(1, "out of memory");
 	serve();

@@ -11,11 +11,13 @@
 
 #include "options.h"
 
-enum io_opcode { IO_READ, IO_WRITE, IO_WRITEV, IO_FSYNC };
+/* IO_SPLICE_IN moves file bytes into a pipe (fd_out) without copying. */
+enum io_opcode { IO_READ, IO_WRITE, IO_WRITEV, IO_FSYNC, IO_SPLICE_IN };
 
 struct io_op {
 	enum io_opcode opcode;
 	int fd;
+	int fd_out; /* IO_SPLICE_IN: the pipe's write end */
 	uint64_t offset;
 	void *buf;      /* IO_READ: destination; IO_WRITE: source */
 	size_t len;
@@ -45,6 +47,8 @@ struct io_backend {
 	int (*reap)(struct io_op **done, int max, int wait);
 	/* Submitted and not yet reaped. */
 	unsigned (*in_flight)(void);
+	/* IO_SPLICE_IN is available. */
+	int (*can_splice)(void);
 	void (*shutdown)(void);
 };
 

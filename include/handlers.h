@@ -16,11 +16,11 @@ struct handler {
 	const char *name;     /* short name for -P, -p and -Q requests */
 	const char *ext_name; /* EXTENDED request name; NULL for plain types */
 	const char *ext_version; /* advertised version string */
-	uint8_t type;         /* SSH2_FXP_*; 0 for extensions */
-	int does_write;       /* refused by -R */
-	int is_io;            /* READ/WRITE: runs concurrently via the queue */
+	uint8_t type;            /* SSH2_FXP_*; 0 for extensions */
+	int does_write;          /* refused by -R */
+	int is_io; /* READ/WRITE: runs concurrently via the queue */
 	handler_fn fn;
-	const char *fn_name;  /* for parse-error messages */
+	const char *fn_name; /* for parse-error messages */
 };
 
 /* Run one request: INIT, the before-init check, EXTENDED name look-up,
@@ -28,6 +28,9 @@ struct handler {
 int request_start(struct request *req);
 /* READ and WRITE may run concurrently; every other request is a barrier. */
 int request_is_io(const struct request *req);
+/* Could this request change file data (so must wait for spliced READ data
+ * that still references the file's pages)? */
+int request_may_modify(const struct request *req);
 
 /* Look-ups; NULL when unknown. */
 const struct handler *handler_for_type(uint8_t type);
@@ -48,7 +51,7 @@ int compose_extensions(struct wbuf *w);
 struct attrib;
 enum setstat_target { SETSTAT_PATH, SETSTAT_FD, SETSTAT_NOFOLLOW };
 uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
-		      enum setstat_target t);
+                      enum setstat_target t);
 
 /* Handlers by module. */
 int process_open(struct request *req);

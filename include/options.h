@@ -20,6 +20,7 @@ struct options {
 	enum backend_choice backend; /* --backend=uring|plain|auto */
 	unsigned queue_depth; /* --queue-depth=N: requests in flight */
 	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
+	int no_splice;        /* --no-splice: copy READ data, never splice */
 };
 
 /* Outcome of parse_options. */

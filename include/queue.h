@@ -32,16 +32,24 @@ unsigned queue_count(void);
  * replies before it are out (0 if none). */
 int queue_fatal_status(void);
 const char *queue_fatal_message(void);
+/* A request waits for stdout's reader to take spliced data: nothing will
+ * announce that, so the loop must look again soon. */
+int queue_waiting_for_reader(void);
 
 /* Replies ready to send, in arrival order: fill up to max iovecs. */
 int queue_output_iov(struct iovec *iov, int max);
 /* n bytes of those were written. */
 void queue_output_consumed(size_t n);
+/* When the head reply's header is out and its data waits in a pipe: the
+ * pipe's read end and how much to move from it; else -1. */
+int queue_output_pipe(size_t *len);
+/* n bytes of the head reply's pipe went out. */
+void queue_output_piped(size_t n);
 size_t queue_output_bytes(void);
 
 /* A request from one packet (type byte and body, len > 0), copied. */
 struct request *request_new(const uint8_t *packet, size_t len,
-			    size_t max_reply);
+                            size_t max_reply);
 void request_free(struct request *req);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "buf.h"
+#include "pipes.h"
 
 struct handler;
 struct write_run;
@@ -40,6 +41,15 @@ struct request {
 	/* Builds the reply once the I/O is finished (io.result holds the
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
+
+	/* Switch failed I/O to another way (a splice the file system does not
+	 * support becomes a read): 1 if req->io is ready to resubmit. */
+	int (*io_fallback)(struct request *req);
+
+	/* A READ whose data waits in a pipe, sent after the reply header. */
+	int has_pipe;
+	struct pipe_pair pipe;
+	size_t pipe_left;
 
 	/* A WRITE merged with its neighbours (coalesce.c). */
 	struct write_run *run;

@@ -1,0 +1,28 @@
+/* A pool of private pipes for zero-copy READ replies: file bytes are
+ * spliced into a pipe, then from the pipe to stdout behind their header. */
+#ifndef PIPES_H
+#define PIPES_H
+
+#include <stddef.h>
+
+struct pipe_pair {
+	int rd;
+	int wr;
+};
+
+/* Allow up to max pipes of at least capacity bytes each; out_fd is where
+ * their data goes (stdout).  Returns 0, or -1 when splicing cannot work
+ * here (the pool then stays empty). */
+int pipes_init(unsigned max, size_t capacity, int out_fd);
+/* An empty pipe, or -1 when none is available (use a copy instead). */
+int pipe_get(struct pipe_pair *p);
+/* Give a pipe back; one that still holds bytes is closed, not reused. */
+void pipe_put(struct pipe_pair *p, size_t bytes_left);
+/* Spliced bytes were handed to out_fd. */
+void pipes_spliced_out(void);
+/* Spliced bytes handed to out_fd may not have been read by its reader
+ * yet.  They are references to file pages, not copies, so until they are
+ * read nothing may change those files. */
+int pipes_in_transit(void);
+
+#endif
