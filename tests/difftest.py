@@ -1420,13 +1420,13 @@ scenario(name="opt -z", args=["-z"], init=False)(sc_before_init)
 
 # ----- malformed input
 
-def malformed(name, data, init=True, close=False):
+def malformed(name, data, init=True, close=False, log=True):
     def fn(s):
         s.raw(name, data)
         if close:
             s.c.close_stdin()
         s.expect_exit("after " + name)
-    scenario(name="malformed " + name, init=init)(fn)
+    scenario(name="malformed " + name, init=init, log=log)(fn)
 
 
 def _open_body(path):
@@ -1445,8 +1445,12 @@ malformed("READ without length", packet(sc.FXP_READ, u32(1) + string("h")
                                         + u64(0)))
 malformed("WRITE data too long", packet(sc.FXP_WRITE, u32(1) + string(
     b"\x00\x00\x00\x00") + u64(0) + u32(100) + b"short"))
+# Deliberate difference: OpenSSH parses a zero-length packet's "type"
+# from the next packet's bytes and logs "Unknown message 0" then
+# "msg_len 0 < consumed 5"; we stop at the zero length itself ("process:
+# parse: incomplete message").  Both exit 255 with no reply.
 malformed("packet length 0", u32(0) + packet(FXP_REALPATH, u32(1)
-                                             + string(".")))
+                                             + string(".")), log=False)
 malformed("packet length 1", u32(1) + bytes([FXP_REALPATH]))
 malformed("packet length 2", u32(2) + bytes([FXP_REALPATH, 0]))
 malformed("no id", packet(sc.FXP_STAT, b"\x00\x00"))
@@ -1659,7 +1663,11 @@ def fx_small(r):
     settimes(r)
 
 
-@scenario(setup=fx_small)
+# Log lines unordered: with writes in flight together, a request that
+# fails outright may finish before an earlier one whose short write is
+# being retried, so "sent status" lines can come in another order (the
+# replies themselves stay in request order and are compared strictly).
+@scenario(setup=fx_small, log="unordered")
 def sc_enospc(s):
     if os.path.lexists(s.abs("small/NOMOUNT")):
         s.record("mount a 1 MiB tmpfs", "not possible here (not compared)")
@@ -2175,6 +2183,9 @@ def main():
                         udiff(fa, fb, "tree"))
             else:
                 st.ok("%s: file tree" % scn.name)
+            if scn.log == "unordered":
+                # same lines, order free (see the scenario's comment)
+                la, lb = sorted(la), sorted(lb)
             if scn.log:
                 if la != lb:
                     st.fail("%s: -e log differs" % scn.name,
