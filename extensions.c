@@ -618,7 +618,7 @@ static uint32_t copy_run(struct copy_job *job)
 	uint64_t left = job->read_len;
 	uint32_t status = SSH2_FX_OK;
 	size_t len;
-	int rc;
+	int rc = 0;
 
 	/* The kernel ignores the offset on an append descriptor, but still
 	 * rejects one that does not fit off_t: OpenSSH never seeks there. */
@@ -633,10 +633,11 @@ static uint32_t copy_run(struct copy_job *job)
 		if (rc <= 0)
 			break;
 	}
-	/* OpenSSH 9.2 answers OK once the whole length was taken off, even
-	 * when the last chunk failed: the error is only logged.  We give the
-	 * same answer so that clients see what 9.2 sends. */
-	if (left == 0)
+	/* End of file inside the last chunk is success, as in OpenSSH.  A
+	 * failed last chunk is not: OpenSSH 9.2 answers OK there (it only
+	 * logs the error), which tells the client bytes were copied that
+	 * were not.  We send the error. */
+	if (left == 0 && rc == 0)
 		status = SSH2_FX_OK;
 	return status;
 }

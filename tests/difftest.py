@@ -1057,9 +1057,8 @@ def sc_copy_data(s):
     s.copy_data(src, 0, 10, src3, 100)         # same file, other name
     s.close_handle(src3)
     ro = s.h(s.open("f.txt", FXF_READ))
-    s.copy_data(src, 0, 10, ro, 0)             # destination not writable
     wo = s.h(s.open("wonly", FXF_WRITE | FXF_CREAT))
-    s.copy_data(wo, 0, 10, ro, 0)              # source not readable
+    # A destination that cannot be written: see sc_copy_data_failure.
     app = s.h(s.open("exec.sh", FXF_WRITE | FXF_APPEND))
     s.copy_data(ro, 0, 0, app, 0)              # append: offset ignored
     s.copy_data(ro, 2, 3, app, 99999)
@@ -1707,6 +1706,22 @@ def sc_enospc(s):
 
 # ----- only for the server under test
 
+def sc_copy_data_failure(s):
+    """copy-data whose write fails.  OpenSSH 9.2 logs the error but
+    answers OK when the failing chunk is the last one, telling the client
+    that bytes were copied that were not; we answer with the error
+    (deliberate difference, server only)."""
+    src = s.h(s.c.open("big.bin", FXF_READ))
+    ro = s.h(s.c.open("f.txt", FXF_READ))
+    wo = s.h(s.c.open("wonly", FXF_WRITE | FXF_CREAT))
+    for desc, a, b in (("into a read-only handle", src, ro),
+                       ("from a write-only handle", wo, ro)):
+        rep = s.c.copy_data(a, 0, 10, b, 0)
+        code = sc.STATUS_NAMES.get(getattr(rep, "code", None))
+        s.record("copy-data " + desc, "status %s" % code)
+        s.expect["copy-data " + desc] = "status NO_SUCH_FILE"
+
+
 def sc_eof_drain(s):
     """stdin EOF: every complete request is answered (OpenSSH drops them:
     not compared, checked for the server under test only)."""
@@ -1849,6 +1864,7 @@ def sc_backpressure(s):
 
 
 NEW_ONLY = [("eof_drain", sc_eof_drain, False),
+            ("copy_data_failure", sc_copy_data_failure, False),
             ("eof_drain socketpair", sc_eof_drain, True),
             ("eof_drain_writes", sc_eof_drain_writes, False),
             ("eof_drain_writes socketpair", sc_eof_drain_writes, True),
