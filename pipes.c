@@ -94,9 +94,16 @@ static int out_unread(void)
 	return n;
 }
 
+void pipes_output_closed(void)
+{
+	/* Nobody will read what is in transit: it cannot be seen changing. */
+	out_fd = -1;
+	in_transit = 0;
+}
+
 int pipes_in_transit(void)
 {
-	if (in_transit && out_unread() == 0)
+	if (in_transit && (out_fd < 0 || out_unread() == 0))
 		in_transit = 0;
 	return in_transit;
 }

@@ -40,6 +40,7 @@
 static uint8_t *input;
 static size_t input_len;
 static int input_eof;          /* stdin returned 0 */
+static int output_gone;        /* stdout's reader left: replies are dropped */
 static int input_stop;         /* a framing error: read and frame no more */
 static int exit_status;        /* the status once everything is answered */
 static const char *exit_fatal; /* logged as fatal before that exit */
@@ -179,18 +180,48 @@ static void read_input(void)
 	} else if (n == 0) {
 		debug("read eof");
 		input_eof = 1;
+	} else if (errno == ECONNRESET) {
+		/* A socketpair's client went away: like end of file. */
+		debug("read: %s", strerror(errno));
+		input_eof = 1;
 	} else if (errno != EAGAIN && errno != EINTR) {
 		error("read: %s", strerror(errno));
 		cleanup_exit(1);
 	}
 }
 
+/* Nobody reads stdout any more.  The requests already received are still
+ * carried out (an upload's last writes land in the file), their replies
+ * dropped, until stdin ends too. */
 static void output_failed(ssize_t n)
 {
-	if (n == -1 && errno == EPIPE)
-		cleanup_exit(0);
-	error("write: %s", n == 0 ? "closed" : strerror(errno));
-	cleanup_exit(n == 0 ? 0 : 1);
+	if (n == -1 && errno != EPIPE && errno != ECONNRESET) {
+		error("write: %s", strerror(errno));
+		cleanup_exit(1);
+	}
+	debug("write: %s", n == 0 ? "closed" : strerror(errno));
+	output_gone = 1;
+	pipes_output_closed();
+}
+
+static void drop_output(void)
+{
+	struct iovec iov[MAX_IOV];
+	size_t len;
+	int cnt, i;
+
+	for (;;) {
+		queue_output_consumed(0);
+		if (queue_output_pipe(&len) >= 0) {
+			queue_output_piped(len);
+			continue;
+		}
+		if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
+			return;
+		for (len = 0, i = 0; i < cnt; i++)
+			len += iov[i].iov_len;
+		queue_output_consumed(len);
+	}
 }
 
 /* Move the head reply's data from its pipe to stdout: no copy.  Returns 1
@@ -204,8 +235,10 @@ static int splice_output(int pipe_rd, size_t len)
 		return 0;
 	if (n == -1 && errno == EAGAIN)
 		return 1;
-	if (n <= 0)
+	if (n <= 0) {
 		output_failed(n);
+		return 0;
+	}
 	pipes_spliced_out();
 	queue_output_piped((size_t)n);
 	return 0;
@@ -220,6 +253,10 @@ static int write_output(void)
 	int cnt, fd;
 
 	for (;;) {
+		if (output_gone) {
+			drop_output();
+			return 0;
+		}
 		queue_output_consumed(0); /* drops requests with no reply */
 		if ((fd = queue_output_pipe(&len)) >= 0) {
 			if (splice_output(fd, len))
@@ -233,8 +270,10 @@ static int write_output(void)
 			continue;
 		if (n == -1 && errno == EAGAIN)
 			return 1;
-		if (n <= 0)
+		if (n <= 0) {
 			output_failed(n);
+			continue;
+		}
 		queue_output_consumed((size_t)n);
 	}
 }

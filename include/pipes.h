@@ -18,6 +18,8 @@ int pipes_init(unsigned max, size_t capacity, int out_fd);
 int pipe_get(struct pipe_pair *p);
 /* Give a pipe back; one that still holds bytes is closed, not reused. */
 void pipe_put(struct pipe_pair *p, size_t bytes_left);
+/* out_fd's reader has gone. */
+void pipes_output_closed(void);
 /* Spliced bytes were handed to out_fd. */
 void pipes_spliced_out(void);
 /* Spliced bytes handed to out_fd may not have been read by its reader
