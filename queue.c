@@ -35,33 +35,13 @@ void queue_init(const struct queue_limits *lim)
 	limits = *lim;
 }
 
-struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply)
+/* Free a request the queue is done with. */
+static void queue_release(struct request *req)
 {
-	struct request *req;
-
-	if (len == 0 || (req = calloc(1, sizeof(*req))) == NULL)
-		return NULL;
-	if ((req->packet = malloc(len)) == NULL) {
-		free(req);
-		return NULL;
-	}
-	memcpy(req->packet, packet, len);
-	req->packet_len = len;
-	req->type = req->packet[0];
-	rbuf_init(&req->body, req->packet + 1, len - 1);
-	wbuf_init(&req->reply, max_reply);
-	return req;
-}
-
-void request_free(struct request *req)
-{
-	if (req->has_pipe)
-		pipe_put(&req->pipe, req->pipe_left);
 	if (req->pipe_left > 0)
 		num_piped--;
-	free(req->packet);
-	wbuf_free(&req->reply);
-	free(req);
+	request_free(req);
+	num_requests--;
 }
 
 int queue_has_room(void)
@@ -173,8 +153,7 @@ static void stop_at(struct request *req)
 	fatal_status = 255;
 	for (r = req; r != NULL; r = next) {
 		next = r->next;
-		request_free(r);
-		num_requests--;
+		queue_release(r);
 	}
 	if (req == head) {
 		head = tail = NULL;
@@ -341,8 +320,7 @@ static void release_head(void)
 	head = r->next;
 	if (head == NULL)
 		tail = NULL;
-	request_free(r);
-	num_requests--;
+	queue_release(r);
 }
 
 void queue_output_consumed(size_t n)

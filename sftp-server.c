@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "coalesce.h"
 #include "handle.h"
+#include "input.h"
 #include "log.h"
 #include "options.h"
 #include "pipes.h"
@@ -27,8 +28,12 @@
 #include "server.h"
 #include "sftp.h"
 
-/* Large reads from stdin: several maximum-size packets per system call. */
-#define INPUT_CAPACITY (2 * 1024 * 1024)
+/* Large reads from stdin: several maximum-size packets per system call,
+ * into chunks of this size, at most INPUT_CHUNKS of them held at once. */
+#define INPUT_CHUNK (1024 * 1024)
+#define INPUT_CHUNKS 16
+/* WRITE packets at least this big are used where they were read. */
+#define ZERO_COPY_MIN (4 * 1024)
 /* Stop framing new requests while this much reply data waits. */
 #define MAX_REPLY_BYTES (8 * 1024 * 1024)
 /* Largest reply we build: a DATA of SFTP_MAX_READ_LENGTH fits well. */
@@ -37,8 +42,6 @@
 #define PIPE_SIZE (1024 * 1024)
 #define MAX_IOV 64
 
-static uint8_t *input;
-static size_t input_len;
 static int input_eof;          /* stdin returned 0 */
 static int output_gone;        /* stdout's reader left: replies are dropped */
 static int input_stop;         /* a framing error: read and frame no more */
@@ -122,12 +125,18 @@ static void stop_input(int status, const char *fatal)
  * room. */
 static void frame_input(void)
 {
+	struct input_chunk *chunk;
 	struct request *req;
-	size_t off = 0;
+	const uint8_t *p;
+	size_t avail;
 	uint32_t len;
+	int in_place;
 
-	while (!input_stop && queue_has_room() && input_len - off >= 4) {
-		len = peek_u32(input + off);
+	while (!input_stop && queue_has_room()) {
+		p = input_data(&avail);
+		if (avail < 4)
+			break;
+		len = peek_u32(p);
 		if (len > SFTP_MAX_MSG_LENGTH) {
 			error("bad message from %s local user %s",
 			      srv.client_addr, srv.user);
@@ -138,17 +147,16 @@ static void frame_input(void)
 			stop_input(255, "process: parse: incomplete message");
 			break;
 		}
-		if (input_len - off - 4 < len)
+		if (avail - 4 < len)
 			break;
-		req = request_new(input + off + 4, len, MAX_REPLY_PACKET);
+		/* A large WRITE keeps its data where it was read. */
+		in_place = p[4] == SSH2_FXP_WRITE && len >= ZERO_COPY_MIN;
+		input_take(4 + len, in_place ? &chunk : NULL);
+		req = request_new(p + 4, len, MAX_REPLY_PACKET,
+		                  in_place ? chunk : NULL);
 		if (req == NULL)
 			fatal_exit(255, "frame_input: out of memory");
 		queue_admit(req);
-		off += 4 + len;
-	}
-	if (off > 0) {
-		memmove(input, input + off, input_len - off);
-		input_len -= off;
 	}
 }
 
@@ -157,26 +165,53 @@ static void frame_input(void)
  * it; else their bytes are copied. */
 static void setup_splice(void)
 {
+	/* Twice the largest READ: an unaligned one spans one page more than
+	 * its length, and each page takes a pipe slot. */
 	if (!srv.opt.no_splice && backend->can_splice())
-		/* Twice the largest READ: an unaligned one spans one page
-		 * more than its length, and each page takes a pipe slot. */
 		(void)pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH,
 		                 STDOUT_FILENO);
 }
 
+/* Bytes still missing from the packet at the front of the input. */
+static size_t input_missing(void)
+{
+	size_t avail;
+	const uint8_t *p = input_data(&avail);
+	uint32_t len;
+
+	if (avail < 4)
+		return 4 - avail;
+	len = peek_u32(p);
+	if (len > SFTP_MAX_MSG_LENGTH || avail - 4 >= len)
+		return 0;
+	return 4 + (size_t)len - avail;
+}
+
 static int complete_packet_waiting(void)
 {
-	return !input_stop && input_len >= 4 &&
-	       input_len - 4 >= peek_u32(input);
+	size_t avail;
+	const uint8_t *p = input_data(&avail);
+
+	return !input_stop && avail >= 4 && avail - 4 >= peek_u32(p);
+}
+
+/* Room to read stdin into (none while every input chunk is held). */
+static uint8_t *input_room(size_t *room)
+{
+	return input_space(room, input_missing());
 }
 
 static void read_input(void)
 {
-	ssize_t n =
-	    read(STDIN_FILENO, input + input_len, INPUT_CAPACITY - input_len);
+	size_t room;
+	uint8_t *buf = input_room(&room);
+	ssize_t n;
 
+	if (buf == NULL)
+		return;
+	n = read(STDIN_FILENO, buf, room);
 	if (n > 0) {
-		input_len += (size_t)n;
+		input_added((size_t)n);
 	} else if (n == 0) {
 		debug("read eof");
 		input_eof = 1;
@@ -290,10 +325,11 @@ static void reap_completions(void)
  * read and frame them next turn.  Merged writes may wait for those. */
 static int more_input_ready(void)
 {
+	size_t room;
 	int avail = 0;
 
 	if (!coalesce_pending() || input_eof || input_stop ||
-	    input_len >= INPUT_CAPACITY || !queue_has_room())
+	    !queue_has_room() || input_room(&room) == NULL)
 		return 0;
 	return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 && avail > 0;
 }
@@ -312,6 +348,7 @@ static void serve(void)
 	struct pollfd pfd[3];
 	int nfds, timeout, ring_fd, out_blocked;
 	unsigned before;
+	size_t room;
 
 	for (;;) {
 		frame_input();
@@ -327,7 +364,7 @@ static void serve(void)
 
 		nfds = 0;
 		timeout = queue_waiting_for_reader() ? 1 : -1;
-		if (!input_eof && !input_stop && input_len < INPUT_CAPACITY)
+		if (!input_eof && !input_stop && input_room(&room) != NULL)
 			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
 		if (out_blocked)
 			pfd[nfds++] =
@@ -406,7 +443,7 @@ int main(int argc, char **argv)
 	queue_init(&limits);
 	coalesce_init(srv.opt.write_merge);
 	setup_splice();
-	if ((input = malloc(INPUT_CAPACITY)) == NULL)
+	if (input_init(INPUT_CHUNK, INPUT_CHUNKS) != 0)
 		fatal_exit(1, "out of memory");
 	serve();
 	return 0;

@@ -47,9 +47,5 @@ int queue_output_pipe(size_t *len);
 void queue_output_piped(size_t n);
 size_t queue_output_bytes(void);
 
-/* A request from one packet (type byte and body, len > 0), copied. */
-struct request *request_new(const uint8_t *packet, size_t len,
-                            size_t max_reply);
-void request_free(struct request *req);
 
 #endif

@@ -9,21 +9,30 @@
 #include "pipes.h"
 
 struct handler;
+struct input_chunk;
 struct write_run;
 
+/* Packets up to this size (all but WRITEs and long paths) are copied into
+ * the request itself: no allocation. */
+#define REQUEST_INLINE_PACKET 512
+
 enum request_state {
-	REQ_WAITING,  /* admitted, not started */
-	REQ_PARSED,   /* I/O request parsed, waiting for a conflict to clear */
-	REQ_IN_FLIGHT,/* I/O submitted to the back end */
-	REQ_DONE      /* reply encoded in reply */
+	REQ_WAITING,   /* admitted, not started */
+	REQ_PARSED,    /* I/O request parsed, waiting for a conflict to clear */
+	REQ_IN_FLIGHT, /* I/O submitted to the back end */
+	REQ_DONE       /* reply encoded in reply */
 };
 
 struct request {
 	uint32_t id;
 	uint8_t type;
-	uint8_t *packet;   /* type byte and body, owned */
+	uint8_t *packet; /* type byte and body */
 	size_t packet_len;
-	struct rbuf body;  /* handlers read their fields from here */
+	/* Where the packet lives: inline_packet, a chunk of the input buffer
+	 * (a large WRITE, not copied), or its own allocation. */
+	struct input_chunk *chunk;
+	int packet_allocated;
+	struct rbuf body; /* handlers read their fields from here */
 	const struct handler *handler;
 	enum request_state state;
 	struct wbuf reply; /* one encoded reply packet */
@@ -31,13 +40,13 @@ struct request {
 	/* File I/O set up by the READ and WRITE handlers. */
 	struct io_op io;
 	int handle;
-	dev_t dev;         /* the file's identity and the byte range, */
-	ino_t ino;         /* for the overlap rule */
+	dev_t dev; /* the file's identity and the byte range, */
+	ino_t ino; /* for the overlap rule */
 	uint64_t start;
-	uint64_t end;      /* UINT64_MAX for append writes */
+	uint64_t end; /* UINT64_MAX for append writes */
 	int is_write;
-	size_t io_want;    /* bytes asked for */
-	size_t io_done;    /* bytes moved so far (short I/O is resumed) */
+	size_t io_want; /* bytes asked for */
+	size_t io_done; /* bytes moved so far (short I/O is resumed) */
 	/* Builds the reply once the I/O is finished (io.result holds the
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
@@ -59,7 +68,16 @@ struct request {
 	char fatal[128];
 
 	struct request *next;
+	uint8_t inline_packet[REQUEST_INLINE_PACKET];
 };
+
+/* A request for one packet (type byte and body, len > 0).  With chunk (a
+ * reference the caller took), the packet is used where it is; else it is
+ * copied.  NULL when out of memory. */
+struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply,
+                            struct input_chunk *chunk);
+/* Release everything the request holds; the struct is kept for reuse. */
+void request_free(struct request *req);
 
 /* Handler results. */
 #define HANDLER_DONE 0        /* reply encoded */

@@ -144,7 +144,7 @@ static uint32_t next_id;
 
 static void admit(const uint8_t *packet, size_t len)
 {
-	struct request *req = request_new(packet, len, 65536);
+	struct request *req = request_new(packet, len, 65536, NULL);
 
 	ck_assert_ptr_nonnull(req);
 	ck_assert(queue_has_room());

@@ -29,7 +29,7 @@ static struct request *make_request(uint8_t type, const void *body, size_t len)
 
 	packet[0] = type;
 	memcpy(packet + 1, body, len);
-	req = request_new(packet, len + 1, 4096);
+	req = request_new(packet, len + 1, 4096, NULL);
 	ck_assert_ptr_nonnull(req);
 	return req;
 }

@@ -306,7 +306,7 @@ static void run_seed(unsigned seed)
 	while (replied < NUM_REQUESTS) {
 		while (admitted < NUM_REQUESTS && queue_has_room()) {
 			queue_admit(request_new(packets[admitted],
-			                        lengths[admitted], 65536));
+						lengths[admitted], 65536, NULL));
 			admitted++;
 		}
 		ck_assert_uint_le(queue_count(), MAX_REQUESTS);
