@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "backend.h"
 
@@ -17,8 +19,8 @@ static unsigned queued, in_flight, max_depth;
 /* Every opcode we use must be there (kernels before 5.6 lack READ/WRITE). */
 static int probe_opcodes(void)
 {
-	static const int needed[] = {IORING_OP_READ, IORING_OP_WRITE,
-	                             IORING_OP_WRITEV, IORING_OP_FSYNC};
+	static const int needed[] = {IORING_OP_READ, IORING_OP_NOP,
+	                             IORING_OP_FSYNC};
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&ring);
 	size_t i;
 	int rc = 0;
@@ -50,6 +52,25 @@ static int uring_init(unsigned depth)
 	return 0;
 }
 
+/* Buffered writes are done here, with one system call, and only their
+ * completion goes through the ring (a NOP).  The kernel would punt them to
+ * io-wq worker threads (ext4 and most file systems cannot write to the
+ * page cache without blocking), which measured about 1.3 to 1.8 times the
+ * CPU of a plain pwritev for the same upload, and no faster. */
+static ssize_t write_now(struct io_op *op)
+{
+	ssize_t n;
+
+	do {
+		if (op->opcode == IO_WRITE)
+			n = pwrite(op->fd, op->buf, op->len, (off_t)op->offset);
+		else
+			n = pwritev(op->fd, op->iov, op->iovcnt,
+			            (off_t)op->offset);
+	} while (n == -1 && errno == EINTR);
+	return n == -1 ? -errno : n;
+}
+
 static int uring_submit(struct io_op *op)
 {
 	struct io_uring_sqe *sqe;
@@ -57,18 +78,17 @@ static int uring_submit(struct io_op *op)
 	if (in_flight + queued >= max_depth ||
 	    (sqe = io_uring_get_sqe(&ring)) == NULL)
 		return -EBUSY;
+	op->done_inline = 0;
 	switch (op->opcode) {
 	case IO_READ:
 		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,
 		                   op->offset);
 		break;
 	case IO_WRITE:
-		io_uring_prep_write(sqe, op->fd, op->buf, (unsigned)op->len,
-		                    op->offset);
-		break;
 	case IO_WRITEV:
-		io_uring_prep_writev(sqe, op->fd, op->iov, (unsigned)op->iovcnt,
-		                     op->offset);
+		op->result = write_now(op);
+		op->done_inline = 1;
+		io_uring_prep_nop(sqe);
 		break;
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);
@@ -124,7 +144,8 @@ static int uring_reap(struct io_op **done, int max, int wait)
 		if (rc < 0)
 			return n > 0 ? n : rc;
 		op = io_uring_cqe_get_data(cqe);
-		op->result = cqe->res;
+		if (!op->done_inline)
+			op->result = cqe->res;
 		io_uring_cqe_seen(&ring, cqe);
 		in_flight--;
 		done[n++] = op;

@@ -28,6 +28,7 @@ struct io_op {
 	void (*done)(struct io_op *op);
 	void *owner;    /* the submitter's, untouched by the back end */
 	struct io_op *next; /* back-end private */
+	int done_inline;    /* back-end private */
 };
 
 struct io_backend {
