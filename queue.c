@@ -44,6 +44,24 @@ static void queue_release(struct request *req)
 	num_requests--;
 }
 
+void queue_reset(void)
+{
+	struct request *r, *next;
+
+	for (r = head; r != NULL; r = next) {
+		next = r->next;
+		queue_release(r);
+	}
+	head = tail = next_start = NULL;
+	num_in_flight = 0;
+	num_piped = 0;
+	reply_bytes = 0;
+	head_sent = 0;
+	fatal_status = 0;
+	fatal_message[0] = '\0';
+	waiting_for_reader = 0;
+}
+
 int queue_has_room(void)
 {
 	return fatal_status == 0 && num_requests < limits.max_requests &&

@@ -14,6 +14,9 @@ struct queue_limits {
 };
 
 void queue_init(const struct queue_limits *lim);
+/* Drop every request and forget a fatal error: for harnesses that run
+ * many sessions in one process (the fuzzer).  Nothing may be in flight. */
+void queue_reset(void);
 /* Room for one more request (and its worst-case reply)? */
 int queue_has_room(void);
 /* Take ownership of a framed request, in arrival order. */
