@@ -1,0 +1,798 @@
+#!/usr/bin/python3
+"""Compare uring-sftp-server with OpenSSH's sftp-server in one run.
+
+Every scenario runs R rounds; in each round every server runs once, the
+order alternating (A B A B, then B A B A), so drift hits all alike. The table
+gives medians and ours/OpenSSH ratios; every transfer's data is verified.
+See bench/README.md. Standard library only.
+
+Environment (sizes take K, M or G):
+  SERVER        our server            [./uring-sftp-server]
+  OURS_ARGS     its arguments         [--backend=uring]
+  VARIANTS      extra columns: plain (ours --backend=plain), ges
+                (/usr/libexec/gesftpserver)   [plain,ges]
+  OPENSSH       [/usr/lib/openssh/sftp-server]
+  GES           [/usr/libexec/gesftpserver]
+  LOAD          the load client       [bench/sftp-load, next to this file]
+  ROUNDS [5]  SIZE [256M]  SSHD_SIZE [SIZE]  PARAMIKO_SIZE [64M]
+  RAND_COUNT [4096]  DEPTH [64]  SMALL_COUNT [1000]  SMALL_SIZE [4096]
+  DIR_ENTRIES [20000]
+  SCENARIOS     comma list of scenario names to run [all]
+  PINNED        comma list of scenarios also run pinned, "none" for none
+                [the sftp-load and sftp -D ones]
+  PIN_CPU       the CPU for pinned runs [the last one]
+  BENCH_OUT     [bench/out]   BENCH_TMPDIR [/var/tmp]
+  STALL_TIMEOUT seconds without any reply before sftp-load fails [30]
+  SNAPSHOT      0: run SERVER in place, not a copy taken at the start [1]
+"""
+
+import datetime
+import getpass
+import json
+import os
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+GiB = 1 << 30
+MiB = 1 << 20
+BIG = 261120  # OpenSSH's largest read and write (256 KiB - 1024)
+
+
+def parse_size(s):
+    s = s.strip()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper())
+    return int(s[:-1]) * mult if mult else int(s)
+
+
+def env(name, default):
+    return os.environ.get(name, default)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def parse_kv(line):
+    return {k: v for k, v in (w.split("=", 1) for w in line.split() if "=" in w)}
+
+
+# --- paramiko client (run as a child: compare.py --paramiko-put ...) -------
+
+class Channel:
+    """What paramiko's SFTPClient needs of a channel, over a socket. Like
+    paramiko's Transport, a thread reads whatever the server sends, so the
+    server never blocks writing replies while paramiko is still sending (a
+    pipelined put over a bare socket deadlocks otherwise)."""
+
+    def __init__(self, sock, stall):
+        self.sock = sock
+        self.stall = stall
+        self.buf = bytearray()
+        self.eof = False
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._reader, daemon=True)
+        self.thread.start()
+
+    def _reader(self):
+        while True:
+            try:
+                data = self.sock.recv(1 << 20)
+            except OSError:
+                data = b""
+            with self.cond:
+                if data:
+                    self.buf += data
+                else:
+                    self.eof = True
+                self.cond.notify_all()
+            if not data:
+                return
+
+    def recv(self, n):
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.buf or self.eof,
+                                      self.stall):
+                raise RuntimeError("no reply from the server for %d s"
+                                   % self.stall)
+            data = bytes(self.buf[:n])
+            del self.buf[:n]
+            return data
+
+    def recv_ready(self):
+        with self.cond:
+            return bool(self.buf)
+
+    def send(self, data):
+        return self.sock.send(data)
+
+    def get_name(self):
+        return "socketpair"
+
+    def close(self):
+        self.sock.shutdown(socket.SHUT_WR)
+
+
+def paramiko_put(src, dst, cmd):
+    import paramiko
+
+    a, b = socket.socketpair()
+    proc = subprocess.Popen(cmd, stdin=b.fileno(), stdout=b.fileno())
+    b.close()
+    sock = Channel(a, int(env("STALL_TIMEOUT", "30")))
+    size = os.path.getsize(src)
+    t0 = time.monotonic()
+    client = paramiko.SFTPClient(sock)
+    client.put(src, dst)
+    secs = time.monotonic() - t0
+    client.close()  # the server sees EOF
+    _, status, ru = os.wait4(proc.pid, 0)
+    a.close()
+    if status:
+        sys.exit("server exited with status %d" % status)
+    cpu = ru.ru_utime + ru.ru_stime
+    print("RESULT mode=paramiko-put bytes=%d seconds=%.6f mib_s=%.2f "
+          "server_user=%.4f server_sys=%.4f server_cpu=%.4f "
+          "cpu_s_per_gib=%.4f" % (size, secs, size / MiB / secs, ru.ru_utime,
+                                  ru.ru_stime, cpu, cpu / (size / GiB)))
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--paramiko-put":
+    paramiko_put(sys.argv[2], sys.argv[3], sys.argv[5:])
+    sys.exit(0)
+
+
+# --- configuration ----------------------------------------------------------
+
+class Cfg:
+    rounds = int(env("ROUNDS", "5"))
+    size = parse_size(env("SIZE", "256M"))
+    sshd_size = parse_size(env("SSHD_SIZE", env("SIZE", "256M")))
+    paramiko_size = parse_size(env("PARAMIKO_SIZE", "64M"))
+    rand_count = parse_size(env("RAND_COUNT", "4096"))
+    depth = int(env("DEPTH", "64"))
+    small_count = parse_size(env("SMALL_COUNT", "1000"))
+    small_size = parse_size(env("SMALL_SIZE", "4096"))
+    dir_entries = parse_size(env("DIR_ENTRIES", "20000"))
+    stall = int(env("STALL_TIMEOUT", "30"))
+    pin_cpu = int(env("PIN_CPU", str((os.cpu_count() or 1) - 1)))
+    out = os.path.abspath(env("BENCH_OUT", os.path.join(HERE, "out")))
+    tmpdir = env("BENCH_TMPDIR", "/var/tmp")
+    load = os.path.abspath(env("LOAD", os.path.join(HERE, "sftp-load")))
+    openssh = env("OPENSSH", "/usr/lib/openssh/sftp-server")
+    ges = env("GES", "/usr/libexec/gesftpserver")
+    server = os.path.abspath(env("SERVER", "./uring-sftp-server"))
+    ours_args = shlex.split(env("OURS_ARGS", "--backend=uring"))
+    variants = [v for v in env("VARIANTS", "plain,ges").split(",") if v]
+    python = "/usr/bin/python3"
+
+
+def servers():
+    s = [("openssh", "OpenSSH", [Cfg.openssh]),
+         ("ours", "ours", [Cfg.server] + Cfg.ours_args)]
+    if "plain" in Cfg.variants:
+        s.append(("plain", "ours plain", [Cfg.server, "--backend=plain"]))
+    if "ges" in Cfg.variants and os.access(Cfg.ges, os.X_OK):
+        s.append(("ges", "gesftpserver", [Cfg.ges]))
+    return s
+
+
+# --- the machine ------------------------------------------------------------
+
+def drop_caches():
+    """Drops the page cache; returns False where that is not allowed."""
+    subprocess.run(["sync"], check=False)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def prewarm(path):
+    with open(path, "rb", buffering=0) as f:
+        while f.read(4 * MiB):
+            pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sshd:
+    """A throwaway sshd on 127.0.0.1 whose sftp subsystem is one server."""
+
+    def __init__(self, work, key, name, cmd):
+        self.dir = work
+        self.port = free_port()
+        self.rusage = os.path.join(work, "rusage-sshd-" + name)
+        cfg = os.path.join(work, "sshd_config-" + name)
+        sub = "%s wrap %s -- %s" % (Cfg.load, self.rusage, shlex.join(cmd))
+        with open(cfg, "w") as f:
+            f.write("\n".join([
+                "Port %d" % self.port,
+                "ListenAddress 127.0.0.1",
+                "HostKey %s/hostkey" % work,
+                "PidFile %s/sshd-%s.pid" % (work, name),
+                "AuthorizedKeysFile %s/authorized_keys" % work,
+                "UsePAM no",
+                "PermitRootLogin prohibit-password",
+                "PubkeyAuthentication yes",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "StrictModes no",
+                "LogLevel ERROR",
+                "Subsystem sftp %s" % sub,
+                ""]))
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+        subprocess.run(["/usr/sbin/sshd", "-t", "-f", cfg], check=True)
+        self.log = open(os.path.join(work, "sshd-%s.log" % name), "w")
+        self.proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", cfg],
+                                     stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("sshd for %s did not start (see %s)"
+                                       % (name, self.log.name))
+                time.sleep(0.05)
+        self.key = key
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+# --- running one transfer ---------------------------------------------------
+
+class RunError(Exception):
+    pass
+
+
+def run_cmd(cmd, timeout=600):
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if p.returncode:
+        raise RunError("%s: exit %d: %s" % (shlex.join(cmd[:6]), p.returncode,
+                                            (p.stderr or p.stdout).strip()[-800:]))
+    return p.stdout
+
+
+def load_result(out):
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            return parse_kv(line)
+    raise RunError("no RESULT line in: " + out[-400:])
+
+
+def check_file(path, size):
+    run_cmd([Cfg.load, "-s", str(size), "check", path])
+
+
+def read_rusage(path, wait=10.0):
+    deadline = time.monotonic() + wait
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RunError("the server's rusage never appeared in " + path)
+        time.sleep(0.01)
+    with open(path) as f:
+        r = parse_kv(f.read())
+    if r.get("status") != "0":
+        raise RunError("server exited with status %s" % r.get("status"))
+    return float(r["server_user"]) + float(r["server_sys"])
+
+
+def timed_client(cmd, rusage, nbytes):
+    """Runs a client (sftp) that starts the server through 'sftp-load wrap'."""
+    if os.path.exists(rusage):
+        os.unlink(rusage)
+    t0 = time.monotonic()
+    run_cmd(cmd)
+    secs = time.monotonic() - t0
+    cpu = read_rusage(rusage)
+    return {"bytes": nbytes, "seconds": secs, "mib_s": nbytes / MiB / secs,
+            "server_cpu": cpu, "cpu_s_per_gib": cpu / (nbytes / GiB)}
+
+
+# --- scenarios --------------------------------------------------------------
+
+class Scenario:
+    def __init__(self, name, title, metric, run, before=None, cpu_unit="s/GiB",
+                 pinnable=True, skip=None):
+        self.name = name
+        self.title = title
+        self.metric = metric          # "MiB/s", "IOPS", "files/s", ...
+        self.run = run                # run(server key, cmd, pin) -> dict
+        self.before = before          # before() each run
+        self.cpu_unit = cpu_unit
+        self.pinnable = pinnable
+        self.skip = skip or {}        # server key -> why it is not run
+
+
+def make_scenarios(w, cold):
+    src = os.path.join(w, "src")
+    up = os.path.join(w, "up")
+    got = os.path.join(w, "got")
+    small = os.path.join(w, "small")
+    bigdir = os.path.join(w, "dir")
+    src_sshd = os.path.join(w, "src-sshd") if Cfg.sshd_size != Cfg.size else src
+    src_pm = os.path.join(w, "src-paramiko")
+    rus = os.path.join(w, "rusage-direct")
+    D = Cfg.depth
+    temp = "cold" if cold else "warm"
+
+    def load(mode, path, *args):
+        def run(key, cmd, pin):
+            out = run_cmd(pin + [Cfg.load, "-t", str(Cfg.stall)] +
+                          list(args) + [mode, path, "--"] + cmd)
+            return load_result(out)
+        return run
+
+    def unlink_up():
+        for p in (up, got):
+            if os.path.exists(p):
+                os.unlink(p)
+
+    def uncache():
+        unlink_up()
+        drop_caches()
+
+    def warm():
+        unlink_up()
+        prewarm(src)
+
+    def warm_dir():
+        for e in os.scandir(bigdir):
+            e.stat(follow_symlinks=False)
+
+    def fresh_small():
+        shutil.rmtree(small, ignore_errors=True)
+        os.mkdir(small)
+
+    def verified(fn, path, size):
+        def run(key, cmd, pin):
+            r = fn(key, cmd, pin)
+            check_file(path, size)
+            os.unlink(path)
+            return r
+        return run
+
+    def sftp_direct(op):
+        def run(key, cmd, pin):
+            batch = os.path.join(w, "batch")
+            with open(batch, "w") as f:
+                f.write("put %s %s\n" % (src, up) if op == "put"
+                        else "get %s %s\n" % (src, got))
+            direct = "%s wrap %s -- %s" % (Cfg.load, rus, shlex.join(cmd))
+            c = pin + ["sftp", "-q", "-B", str(BIG), "-R", str(D), "-b", batch,
+                       "-D", direct]
+            return timed_client(c, rus, Cfg.size)
+        return verified(run, up if op == "put" else got, Cfg.size)
+
+    def via_sshd(op):
+        def run(key, cmd, pin):
+            sshd = SSHDS[key]
+            batch = os.path.join(w, "batch")
+            with open(batch, "w") as f:
+                f.write("put %s %s\n" % (src_sshd, up) if op == "put"
+                        else "get %s %s\n" % (src_sshd, got))
+            c = pin + ["sftp", "-q", "-F", "/dev/null",
+                       "-o", "IdentityFile=" + sshd.key,
+                       "-o", "IdentitiesOnly=yes",
+                       "-o", "UserKnownHostsFile=/dev/null",
+                       "-o", "StrictHostKeyChecking=no",
+                       "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+                       "-c", "aes128-gcm@openssh.com",
+                       "-P", str(sshd.port), "-B", str(BIG), "-R", str(D),
+                       "-b", batch, getpass.getuser() + "@127.0.0.1"]
+            return timed_client(c, sshd.rusage, Cfg.sshd_size)
+        return verified(run, up if op == "put" else got, Cfg.sshd_size)
+
+    def paramiko(key, cmd, pin):
+        out = run_cmd(pin + [Cfg.python, os.path.abspath(__file__),
+                             "--paramiko-put", src_pm, up, "--"] + cmd)
+        return load_result(out)
+
+    S = Scenario
+    size = "%d MiB" % (Cfg.size // MiB)
+    sc = [
+        S("cold-download", "%s download %s, 255 KiB x %d" % (temp, size, D),
+          "MiB/s", load("download", src, "-b", str(BIG), "-q", str(D),
+                        "-s", str(Cfg.size)),
+          before=uncache if cold else warm),
+        S("cold-randread-32k", "%s random reads 32 KiB x %d (%d reads)"
+          % (temp, D, Cfg.rand_count), "IOPS",
+          load("randread", src, "-b", "32768", "-q", str(D), "-s",
+               str(Cfg.size), "-n", str(Cfg.rand_count)),
+          before=uncache if cold else warm),
+        S("upload-32k", "upload %s, 32 KiB x %d" % (size, D), "MiB/s",
+          load("upload", up, "-b", "32768", "-q", str(D), "-s", str(Cfg.size)),
+          before=unlink_up),
+        S("upload-255k", "upload %s, 255 KiB x %d" % (size, D), "MiB/s",
+          load("upload", up, "-b", str(BIG), "-q", str(D), "-s", str(Cfg.size)),
+          before=unlink_up),
+        S("download-32k", "warm download %s, 32 KiB x %d" % (size, D), "MiB/s",
+          load("download", src, "-b", "32768", "-q", str(D), "-s",
+               str(Cfg.size)), before=warm),
+        S("download-255k", "warm download %s, 255 KiB x %d" % (size, D),
+          "MiB/s", load("download", src, "-b", str(BIG), "-q", str(D), "-s",
+                        str(Cfg.size)), before=warm),
+        S("devnull-32k", "upload %s to /dev/null, 32 KiB x %d" % (size, D),
+          "MiB/s", load("upload", "/dev/null", "-b", "32768", "-q", str(D),
+                        "-s", str(Cfg.size))),
+        S("devnull-255k", "upload %s to /dev/null, 255 KiB x %d" % (size, D),
+          "MiB/s", load("upload", "/dev/null", "-b", str(BIG), "-q", str(D),
+                        "-s", str(Cfg.size))),
+        S("smallfiles", "%d files of %d B: create, then read back (%d in "
+          "flight)" % (Cfg.small_count, Cfg.small_size, D), "files/s",
+          load("smallfiles", small, "-n", str(Cfg.small_count), "-k",
+               str(Cfg.small_size), "-q", str(D)),
+          before=fresh_small, cpu_unit="us/file", pinnable=False),
+        S("listdir", "list a directory of %d entries" % Cfg.dir_entries,
+          "entries/s", load("listdir", bigdir, "-n", str(Cfg.dir_entries)),
+          before=warm_dir, cpu_unit="us/entry", pinnable=False),
+        S("sftp-D-put", "sftp -D put %s (-B %d -R %d)" % (size, BIG, D),
+          "MiB/s", sftp_direct("put"), before=warm),
+        S("sftp-D-get", "sftp -D get %s (-B %d -R %d)" % (size, BIG, D),
+          "MiB/s", sftp_direct("get"), before=warm),
+        S("paramiko-put", "paramiko put %d MiB (32 KiB writes, socketpair)"
+          % (Cfg.paramiko_size // MiB), "MiB/s", paramiko, before=unlink_up,
+          pinnable=False,
+          # paramiko 2.12's pipelined write drops replies that come out of
+          # order and then waits for them forever; gesftpserver answers
+          # out of order.
+          skip={"ges": "skip: paramiko hangs on out-of-order replies"}),
+        S("sshd-put", "sshd put %d MiB (aes128-gcm)" % (Cfg.sshd_size // MiB),
+          "MiB/s", via_sshd("put"), before=warm, pinnable=False),
+        S("sshd-get", "sshd get %d MiB (aes128-gcm)" % (Cfg.sshd_size // MiB),
+          "MiB/s", via_sshd("get"), before=warm, pinnable=False),
+    ]
+    want = env("SCENARIOS", "")
+    if want:
+        names = want.split(",")
+        unknown = set(names) - {s.name for s in sc}
+        if unknown:
+            sys.exit("unknown scenarios: %s (known: %s)" % (
+                ",".join(sorted(unknown)), ",".join(s.name for s in sc)))
+        sc = [s for s in sc if s.name in names]
+    return sc
+
+
+SSHDS = {}
+
+
+def metric_of(sc, r):
+    if sc.metric == "MiB/s":
+        return float(r["mib_s"])
+    return float(r["ops_s"])
+
+
+def cpu_of(sc, r):
+    if sc.cpu_unit == "s/GiB":
+        return float(r["cpu_s_per_gib"])
+    return float(r["server_cpu"]) / max(1.0, float(r["ops"])) * 1e6
+
+
+# --- the run ----------------------------------------------------------------
+
+def run_scenario(sc, srv, pin, results):
+    """Runs sc R rounds over all servers; fills results[server] lists."""
+    tag = " pinned" if pin else ""
+    for s in srv:
+        results[s[0]] = {"rate": [], "cpu": [], "error": None,
+                         "skip": sc.skip.get(s[0])}
+    for rnd in range(Cfg.rounds):
+        order = srv if rnd % 2 == 0 else list(reversed(srv))
+        for key, label, cmd in order:
+            res = results[key]
+            if res["error"] or res["skip"]:
+                continue
+            try:
+                if sc.before:
+                    sc.before()
+                r = sc.run(key, cmd, pin)
+            except (RunError, subprocess.TimeoutExpired, OSError) as e:
+                res["error"] = str(e)
+                log("  %s%s round %d %s: FAILED: %s" % (sc.name, tag, rnd + 1,
+                                                         label, e))
+                continue
+            res["rate"].append(metric_of(sc, r))
+            res["cpu"].append(cpu_of(sc, r))
+            log("  %-18s%s round %d %-12s %10.1f %s  cpu %.3f %s" % (
+                sc.name, tag, rnd + 1, label, res["rate"][-1], sc.metric,
+                res["cpu"][-1], sc.cpu_unit))
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def fmt(v, digits=None, skip=None):
+    if v is None:
+        return skip or "FAIL"
+    if digits is None:
+        digits = 0 if v >= 100 else 1 if v >= 10 else 2 if v >= 1 else 3
+    return "%.*f" % (digits, v)
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt_ratio(r):
+    return "n/a" if r is None else "%.2f" % r
+
+
+def table(rows, srv, title):
+    lines = ["### " + title, "",
+             "| scenario | metric | OpenSSH | ours | ratio | rounds | "
+             "OpenSSH CPU | ours CPU | CPU ratio |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for sc, res in rows:
+        o, u = res["openssh"], res["ours"]
+        rr = round_ratios(o["rate"], u["rate"])
+        lines.append("| %s | %s | %s | %s | **%s** | %s | %s | %s %s | %s |" % (
+            sc.title, sc.metric, fmt(med(o["rate"])), fmt(med(u["rate"])),
+            fmt_ratio(ratio(med(u["rate"]), med(o["rate"]))),
+            "%.2f-%.2f" % (min(rr), max(rr)) if rr else "-",
+            fmt(med(o["cpu"])), fmt(med(u["cpu"])), sc.cpu_unit,
+            fmt_ratio(ratio(med(u["cpu"]), med(o["cpu"])))))
+    lines.append("")
+    lines.append("ratio: ours/OpenSSH of the medians (higher is better); "
+                 "rounds: the lowest and highest per-round ratio. CPU: the "
+                 "server's own user+system time from its rusage, per GiB or "
+                 "per file or entry; CPU ratio: lower is better.")
+    lines.append("")
+    extra = [s for s in srv if s[0] not in ("openssh", "ours")]
+    if extra:
+        head = "| scenario | " + " | ".join(
+            "%s | ratio | CPU ratio" % s[1] for s in extra) + " |"
+        lines += ["Other servers against OpenSSH in the same rounds:", "",
+                  head, "|---|" + "---:|---:|---:|" * len(extra)]
+        for sc, res in rows:
+            o = res["openssh"]
+            cells = []
+            for s in extra:
+                x = res[s[0]]
+                cells.append("%s | %s | %s" % (
+                    fmt(med(x["rate"]), skip=x["skip"]),
+                    fmt_ratio(ratio(med(x["rate"]), med(o["rate"]))),
+                    fmt_ratio(ratio(med(x["cpu"]), med(o["cpu"])))))
+            lines.append("| %s | %s |" % (sc.title, " | ".join(cells)))
+        lines.append("")
+    return lines
+
+
+def round_ratios(o, u):
+    return [b / a for a, b in zip(o, u) if a]
+
+
+def per_round(rows, title):
+    lines = ["#### Per-round ratios ours/OpenSSH, " + title, ""]
+    for sc, res in rows:
+        o, u = res["openssh"], res["ours"]
+        rr = " ".join("%.2f" % x for x in round_ratios(o["rate"], u["rate"]))
+        cr = " ".join("%.2f" % x for x in round_ratios(o["cpu"], u["cpu"]))
+        err = "; ".join("%s: %s" % (k, v["error"][-200:])
+                        for k, v in res.items() if v["error"])
+        lines.append("- %s: rate %s; CPU %s%s" % (
+            sc.name, rr or "-", cr or "-", ("; FAILED " + err) if err else ""))
+    lines.append("")
+    return lines
+
+
+TARGETS = [
+    # (scenario, pinned?, minimum rate ratio, maximum CPU ratio, source)
+    ("cold-randread-32k", False, 3.0, None, "issue 3"),
+    ("cold-download", False, 2.0, None, "issue 3 (1 GiB)"),
+    ("upload-32k", True, 1.5, 0.5, "issue 4"),
+    ("paramiko-put", False, 1.3, None, "issue 4"),
+    ("upload-255k", False, 1.0, None, "issue 4"),
+    ("sftp-D-get", True, 1.3, 0.3, "issue 5"),
+    ("sftp-D-put", True, 1.3, 0.5, "issue 5"),
+    ("devnull-32k", False, 1.5, None, "issue 5"),
+    ("devnull-255k", False, 1.5, None, "issue 5"),
+    ("sshd-put", False, 1.1, None, "issue 5 (1 GiB)"),
+    ("sshd-get", False, 1.1, None, "issue 5 (1 GiB)"),
+]
+
+
+def targets(unpinned, pinned):
+    lines = ["### Targets", "",
+             "| target | source | ratio | CPU ratio | met |",
+             "|---|---|---:|---:|---|"]
+    by = {False: {sc.name: res for sc, res in unpinned},
+          True: {sc.name: res for sc, res in pinned}}
+    for name, pin, rmin, cmax, src in TARGETS:
+        res = by[pin].get(name) or by[False].get(name)
+        if res is None:
+            continue
+        used_pin = name in by[pin] and pin
+        o, u = res["openssh"], res["ours"]
+        r = ratio(med(u["rate"]), med(o["rate"]))
+        c = ratio(med(u["cpu"]), med(o["cpu"]))
+        ok = r is not None and r >= rmin and (
+            cmax is None or (c is not None and c <= cmax))
+        want = ">= %.1fx" % rmin + (", CPU <= %.1fx" % cmax if cmax else "")
+        lines.append("| %s%s %s | %s | %s | %s | %s |" % (
+            name, " (pinned)" if used_pin else "", want, src, fmt_ratio(r),
+            fmt_ratio(c), "yes" if ok else "**no**"))
+    slower = [sc.name for sc, res in unpinned
+              if (ratio(med(res["ours"]["rate"]),
+                        med(res["openssh"]["rate"])) or 0) < 1.0]
+    lines.append("| no scenario slower than OpenSSH | issue 3 | | | %s |" % (
+        "yes" if not slower else "**no**: " + ", ".join(slower)))
+    lines.append("")
+    return lines
+
+
+def sanity(srv, w):
+    """A quick upload and download with each server; drops variants that
+    fail, and gives up when OpenSSH's or ours fails."""
+    ok = []
+    for key, label, cmd in srv:
+        p = os.path.join(w, "sanity")
+        try:
+            run_cmd([Cfg.load, "-s", "1M", "upload", p, "--"] + cmd, 60)
+            run_cmd([Cfg.load, "-s", "1M", "download", p, "--"] + cmd, 60)
+            ok.append((key, label, cmd))
+        except (RunError, subprocess.TimeoutExpired, OSError) as e:
+            if key in ("openssh", "ours"):
+                sys.exit("sanity check of %s failed: %s" % (label, e))
+            log("dropping %s: sanity check failed: %s" % (label, e))
+    return ok
+
+
+def git_rev():
+    try:
+        rev = subprocess.run(["git", "-C", TOP, "describe", "--always",
+                              "--dirty"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        return rev or "?"
+    except OSError:
+        return "?"
+
+
+def main():
+    if not os.access(Cfg.load, os.X_OK):
+        sys.exit("no load client at %s (make bench/sftp-load)" % Cfg.load)
+    if not os.access(Cfg.server, os.X_OK):
+        sys.exit("no server at %s (set SERVER)" % Cfg.server)
+    os.makedirs(Cfg.out, exist_ok=True)
+    w = tempfile.mkdtemp(prefix="sftp-bench.", dir=Cfg.tmpdir)
+    t_start = time.monotonic()
+    try:
+        return bench(w)
+    finally:
+        for s in SSHDS.values():
+            s.stop()
+        shutil.rmtree(w, ignore_errors=True)
+        log("bench took %.0f s" % (time.monotonic() - t_start))
+
+
+def bench(w):
+    # Others may rebuild the server while this runs: use one copy throughout.
+    if env("SNAPSHOT", "1") != "0":
+        copy = os.path.join(w, os.path.basename(Cfg.server))
+        shutil.copy2(Cfg.server, copy)
+        log("using a copy of %s (%s)" % (Cfg.server, time.strftime(
+            "%H:%M:%S", time.localtime(os.path.getmtime(Cfg.server)))))
+        Cfg.server = copy
+    srv = sanity(servers(), w)
+    cold = drop_caches()
+    if not cold:
+        log("cannot drop the page cache (needs root): cold scenarios run warm")
+    scs = make_scenarios(w, cold)
+    names = {s.name for s in scs}
+    pin_env = env("PINNED", "")
+    if pin_env == "none":
+        pin_names = set()
+    elif pin_env:
+        pin_names = set(pin_env.split(","))
+    else:
+        pin_names = {s.name for s in scs if s.pinnable}
+
+    log("preparing files in %s" % w)
+    run_cmd([Cfg.load, "-s", str(Cfg.size), "mkfile", os.path.join(w, "src")])
+    if Cfg.sshd_size != Cfg.size and names & {"sshd-put", "sshd-get"}:
+        run_cmd([Cfg.load, "-s", str(Cfg.sshd_size), "mkfile",
+                 os.path.join(w, "src-sshd")])
+    if "paramiko-put" in names:
+        try:
+            subprocess.run([Cfg.python, "-c", "import paramiko"], check=True,
+                           capture_output=True)
+            run_cmd([Cfg.load, "-s", str(Cfg.paramiko_size), "mkfile",
+                     os.path.join(w, "src-paramiko")])
+        except subprocess.CalledProcessError:
+            log("no paramiko for %s: skipping paramiko-put" % Cfg.python)
+            scs = [s for s in scs if s.name != "paramiko-put"]
+    if "listdir" in names:
+        run_cmd([Cfg.load, "-n", str(Cfg.dir_entries), "mkdir",
+                 os.path.join(w, "dir")])
+    if names & {"sshd-put", "sshd-get"}:
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                        os.path.join(w, "hostkey")], check=True)
+        key = os.path.join(w, "userkey")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                        key], check=True)
+        shutil.copy(key + ".pub", os.path.join(w, "authorized_keys"))
+        for k, label, cmd in srv:
+            SSHDS[k] = Sshd(w, key, k, cmd)
+
+    unpinned, pinned = [], []
+    for sc in scs:
+        log("%s: %s" % (sc.name, sc.title))
+        t0 = time.monotonic()
+        res = {}
+        run_scenario(sc, srv, [], res)
+        unpinned.append((sc, res))
+        log("  (%.0f s)" % (time.monotonic() - t0))
+    pin = ["taskset", "-c", str(Cfg.pin_cpu)]
+    for sc in scs:
+        if sc.name not in pin_names:
+            continue
+        log("%s (pinned to CPU %d): %s" % (sc.name, Cfg.pin_cpu, sc.title))
+        t0 = time.monotonic()
+        res = {}
+        run_scenario(sc, srv, pin, res)
+        pinned.append((sc, res))
+        log("  (%.0f s)" % (time.monotonic() - t0))
+
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    head = [
+        "## Benchmark: %s (%s)" % (now, git_rev()), "",
+        "%d rounds, servers alternating A B A B; medians. %d CPUs, Linux %s. "
+        "Page cache %s before the cold scenarios." % (
+            Cfg.rounds, os.cpu_count() or 0, os.uname().release,
+            "dropped" if cold else "NOT dropped (warm)"), "",
+        "Servers: " + "; ".join("%s = `%s`" % (label, shlex.join(cmd))
+                                for _, label, cmd in srv), "",
+    ]
+    lines = head + table(unpinned, srv, "Unpinned")
+    if pinned:
+        lines += table(pinned, srv, "Pinned: client and server on CPU %d "
+                       "(use these CPU figures)" % Cfg.pin_cpu)
+    lines += targets(unpinned, pinned)
+    lines += per_round(unpinned, "unpinned")
+    if pinned:
+        lines += per_round(pinned, "pinned")
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(Cfg.out, "results.md"), "w") as f:
+        f.write(text)
+    raw = {"unpinned": {sc.name: r for sc, r in unpinned},
+           "pinned": {sc.name: r for sc, r in pinned},
+           "servers": {k: cmd for k, _, cmd in srv}, "cold": cold,
+           "rounds": Cfg.rounds}
+    with open(os.path.join(Cfg.out, "results.json"), "w") as f:
+        json.dump(raw, f, indent=1)
+    failed = any(v["error"] for _, res in unpinned + pinned
+                 for v in res.values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

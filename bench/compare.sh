@@ -1,0 +1,19 @@
+#!/bin/sh
+# compare.sh: what `make bench` runs. Compares ./uring-sftp-server with
+# OpenSSH's sftp-server (and gesftpserver when installed); see README.md here
+# for the environment variables. Builds the load client when run outside make.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ -z "${LOAD:-}" ]; then
+	LOAD=$here/sftp-load
+	if [ ! -x "$LOAD" ] || [ "$here/sftp-load.c" -nt "$LOAD" ]; then
+		mkdir -p "$here/out"
+		LOAD=$here/out/sftp-load
+		${CC:-cc} -O2 -Wall -Wextra -o "$LOAD" "$here/sftp-load.c"
+	fi
+fi
+export LOAD
+
+exec /usr/bin/python3 "$here/compare.py" "$@"
