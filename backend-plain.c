@@ -38,6 +38,12 @@ static ssize_t plain_run(struct io_op *op)
 		case IO_FSYNC:
 			n = fsync(op->fd);
 			break;
+		case IO_READAHEAD:
+			errno =
+			    posix_fadvise(op->fd, (off_t)op->offset,
+			                  (off_t)op->len, POSIX_FADV_WILLNEED);
+			n = errno ? -1 : 0;
+			break;
 		case IO_SPLICE_IN: {
 			loff_t off = (loff_t)op->offset;
 

@@ -20,7 +20,7 @@ static unsigned queued, in_flight, max_depth;
 static int probe_opcodes(void)
 {
 	static const int needed[] = {IORING_OP_READ, IORING_OP_NOP,
-	                             IORING_OP_FSYNC};
+	                             IORING_OP_FSYNC, IORING_OP_FADVISE};
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&ring);
 	size_t i;
 	int rc = 0;
@@ -92,6 +92,11 @@ static int uring_submit(struct io_op *op)
 		break;
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);
+		break;
+	case IO_READAHEAD:
+		/* In a worker thread: it can block on reading metadata. */
+		io_uring_prep_fadvise(sqe, op->fd, op->offset, (off_t)op->len,
+		                      POSIX_FADV_WILLNEED);
 		break;
 	case IO_SPLICE_IN:
 		io_uring_prep_splice(sqe, op->fd, (int64_t)op->offset,

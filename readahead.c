@@ -1,13 +1,15 @@
 /* Read-ahead for sequential READ streams.  The client may keep only a few
  * requests in flight; without help a cold file is then read from disk at
  * that depth.  We ask the kernel to start reading the next window into the
- * page cache (posix_fadvise WILLNEED), so READs stay coherent with other
+ * page cache (posix_fadvise WILLNEED, through the back end so that the
+ * event loop does not wait for it), so READs stay coherent with other
  * writers: nothing is cached privately, every READ reads the page cache
  * when it runs. */
 #include "config.h"
 
 #include <fcntl.h>
 
+#include "backend.h"
 #include "handle.h"
 #include "readahead.h"
 
@@ -15,6 +17,38 @@
  * how much of that may be consumed before asking again. */
 #define READAHEAD_WINDOW (16 * 256 * 1024)
 #define READAHEAD_REFILL (READAHEAD_WINDOW / 2)
+
+/* Hints in flight at once; when all are busy a hint is skipped. */
+#define READAHEAD_OPS 8
+
+static struct io_op hint_ops[READAHEAD_OPS];
+static int hint_busy[READAHEAD_OPS];
+
+static void hint_done(struct io_op *op)
+{
+	hint_busy[op - hint_ops] = 0;
+}
+
+static void hint(int fd, uint64_t from, uint64_t len)
+{
+	struct io_op *op;
+	int i;
+
+	for (i = 0; i < READAHEAD_OPS && hint_busy[i]; i++)
+		;
+	if (i == READAHEAD_OPS)
+		return;
+	op = &hint_ops[i];
+	op->opcode = IO_READAHEAD;
+	op->fd = fd;
+	op->offset = from;
+	op->len = (size_t)len;
+	op->done = hint_done;
+	op->owner = NULL;
+	/* A hint: if the back end is full, there is simply none. */
+	if (backend->submit(op) == 0)
+		hint_busy[i] = 1;
+}
 
 void readahead_on_open(struct handle *h)
 {
@@ -40,7 +74,5 @@ void readahead_on_read(struct handle *h, uint64_t off, uint32_t len)
 		return;
 	from = h->ahead_until > end ? h->ahead_until : end;
 	h->ahead_until = end + READAHEAD_WINDOW;
-	/* A hint: failure only means no read-ahead. */
-	(void)posix_fadvise(h->fd, (off_t)from, (off_t)(h->ahead_until - from),
-	                    POSIX_FADV_WILLNEED);
+	hint(h->fd, from, h->ahead_until - from);
 }

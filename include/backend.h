@@ -11,22 +11,31 @@
 
 #include "options.h"
 
-/* IO_SPLICE_IN moves file bytes into a pipe (fd_out) without copying. */
-enum io_opcode { IO_READ, IO_WRITE, IO_WRITEV, IO_FSYNC, IO_SPLICE_IN };
+/* IO_SPLICE_IN moves file bytes into a pipe (fd_out) without copying;
+ * IO_READAHEAD asks the kernel to read [offset, offset + len) into the
+ * page cache (posix_fadvise WILLNEED). */
+enum io_opcode {
+	IO_READ,
+	IO_WRITE,
+	IO_WRITEV,
+	IO_FSYNC,
+	IO_SPLICE_IN,
+	IO_READAHEAD
+};
 
 struct io_op {
 	enum io_opcode opcode;
 	int fd;
 	int fd_out; /* IO_SPLICE_IN: the pipe's write end */
 	uint64_t offset;
-	void *buf;      /* IO_READ: destination; IO_WRITE: source */
+	void *buf; /* IO_READ: destination; IO_WRITE: source */
 	size_t len;
 	struct iovec *iov; /* IO_WRITEV: the sources, iovcnt of them */
 	int iovcnt;
 	ssize_t result; /* bytes moved, or -errno */
 	/* Called by whoever reaps the completion (the event loop). */
 	void (*done)(struct io_op *op);
-	void *owner;    /* the submitter's, untouched by the back end */
+	void *owner;        /* the submitter's, untouched by the back end */
 	struct io_op *next; /* back-end private */
 	int done_inline;    /* back-end private */
 };

@@ -56,6 +56,9 @@ static int must_not_run_together(const struct io_op *a, const struct io_op *b)
 {
 	const struct io_op *rd, *wr;
 
+	/* A read-ahead hint moves no data to or from the client. */
+	if (a->opcode == IO_READAHEAD || b->opcode == IO_READAHEAD)
+		return 0;
 	if (op_writes(a) && op_writes(b))
 		return a->offset < b->offset + op_len(b) &&
 		       b->offset < a->offset + op_len(a);
