@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -429,6 +430,11 @@ int main(int argc, char **argv)
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
 		      strerror(errno));
 
+	/* READ buffers of up to 255 KiB come and go all the time; above
+	 * glibc's default mmap threshold each would be a fresh mmap, zeroed
+	 * page by page.  Keep them in the heap for reuse instead. */
+	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
 	signal(SIGPIPE, SIG_IGN);
 	set_handle_limit();
 	tune_stdio(STDIN_FILENO);

@@ -7,9 +7,8 @@
 #                to this directory).  /usr/lib/openssh/sftp-server works too:
 #                then no --backend option is passed.
 #   SERVER_ARGS  extra arguments for every run of the server (word-split).
-#   BACKENDS     the passes to run (default "uring plain"); each pass adds
-#                --backend=NAME to the server's arguments, except for
-#                OpenSSH's server, which takes no such option.
+#   BACKENDS     the passes to run (default "uring plain copy", see
+#                setup_passes); OpenSSH's server gets no extra option.
 #   PYTHON3      Python with the standard library (default /usr/bin/python3).
 #   KEEP_WORK=1  keep the temporary directory.
 
@@ -159,17 +158,23 @@ is_openssh_server() {
 }
 
 # setup_passes: PASS_NAMES[i] and PASS_ARGS[i] (a string of extra server
-# arguments) for each backend pass.
+# arguments) for each pass: the io_uring and plain back ends, and "copy",
+# io_uring with READ data copied (no splice) and no write merging, so the
+# paths the defaults skip are tested too.
 setup_passes() {
-	local b
+	local b args
 	PASS_NAMES=()
 	PASS_ARGS=()
-	for b in ${BACKENDS:-uring plain}; do
+	for b in ${BACKENDS:-uring plain copy}; do
 		PASS_NAMES+=("$b")
+		case $b in
+		copy) args="--backend=uring --no-splice --write-merge=0" ;;
+		*) args="--backend=$b" ;;
+		esac
 		if is_openssh_server; then
 			PASS_ARGS+=("${SERVER_ARGS:-}")
 		else
-			PASS_ARGS+=("${SERVER_ARGS:+$SERVER_ARGS }--backend=$b")
+			PASS_ARGS+=("${SERVER_ARGS:+$SERVER_ARGS }$args")
 		fi
 	done
 	if is_openssh_server; then
