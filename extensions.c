@@ -17,7 +17,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "attrib.h"
@@ -26,6 +25,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
+#include "parse.h"
 #include "realpath.h"
 #include "reply.h"
 #include "request.h"
@@ -58,131 +58,19 @@ static const char *handle_name(int idx)
 	return h != NULL ? h->name : "(null)";
 }
 
-static void send_result(struct request *req, int rc)
-{
-	if (rc == -1)
-		send_status(req, errno_to_status(errno));
-	else
-		send_status(req, SSH2_FX_OK);
-}
-
-/* sshbuf refuses a string whose length word passes its 128 MiB cap before
- * it looks at what is left, and says so differently. */
-#define SSHBUF_STRING_MAX (0x8000000 - 4)
-
-/* OpenSSH's ssh_err() text for a field that could not be read; is_string
- * when that field is a string. */
-static const char *field_error(const struct rbuf *r, int rc, int is_string)
-{
-	if (rc == BUF_ERR_FORMAT)
-		return "invalid format";
-	if (rc == BUF_ERR_NOMEM)
-		return "memory allocation failed";
-	if (is_string && rbuf_left(r) >= 4 &&
-	    peek_u32(r->data + r->off) > SSHBUF_STRING_MAX)
-		return "string is too large";
-	return "incomplete message";
-}
-
-/* A malformed body is fatal; record the line OpenSSH logs for it, which
- * names its function and step. */
-static int parse_fail(struct request *req, const char *fn, const char *what,
-                      const char *why)
-{
-	snprintf(req->fatal, sizeof(req->fatal), "%s: %s: %s", fn, what, why);
-	return -1;
-}
-
-/* OpenSSH 9.2's text for attributes that failed to decode; saved is the
- * reader as it was before.  Our decoder refuses more than 0x100000
- * extended pairs up front, as 9.4 does; 9.2 simply runs out of packet
- * there, so it says "incomplete message". */
-static const char *attrib_error(struct rbuf saved, int rc)
-{
-	uint32_t flags, count;
-	size_t fixed = 0;
-
-	if (rc != BUF_ERR_FORMAT)
-		return "incomplete message";
-	if (rbuf_get_u32(&saved, &flags) != BUF_OK)
-		return "invalid format";
-	if (flags & SSH2_FILEXFER_ATTR_SIZE)
-		fixed += 8;
-	if (flags & SSH2_FILEXFER_ATTR_UIDGID)
-		fixed += 8;
-	if (flags & SSH2_FILEXFER_ATTR_PERMISSIONS)
-		fixed += 4;
-	if (flags & SSH2_FILEXFER_ATTR_ACMODTIME)
-		fixed += 8;
-	if (rbuf_skip(&saved, fixed) == BUF_OK &&
-	    rbuf_get_u32(&saved, &count) == BUF_OK && count > 0x100000)
-		return "incomplete message";
-	return "invalid format";
-}
-
-static int get_path(struct request *req, const char *fn, char **path)
-{
-	int rc = rbuf_get_cstring(&req->body, path);
-
-	if (rc != BUF_OK)
-		return parse_fail(req, fn, "parse",
-		                  field_error(&req->body, rc, 1));
-	return 0;
-}
-
-static int get_two_paths(struct request *req, const char *fn, char **a,
-                         char **b)
-{
-	if (get_path(req, fn, a) != 0)
-		return -1;
-	if (get_path(req, fn, b) != 0) {
-		free(*a);
-		return -1;
-	}
-	return 0;
-}
-
-static int get_handle(struct request *req, const char *fn, int *idx)
-{
-	int rc = handle_parse(&req->body, idx);
-
-	if (rc != BUF_OK)
-		return parse_fail(req, fn, "parse",
-		                  field_error(&req->body, rc, 1));
-	return 0;
-}
-
 /* ---- posix-rename, hardlink ---------------------------------------- */
 
 /* Unlike RENAME, this one may replace an existing newpath. */
 int process_extended_posix_rename(struct request *req)
 {
-	char *oldpath, *newpath;
-
-	if (get_two_paths(req, "process_extended_posix_rename", &oldpath,
-	                  &newpath) != 0)
-		return HANDLER_PARSE_ERROR;
-	debug3("request %u: posix-rename", req->id);
-	logit("posix-rename old \"%s\" new \"%s\"", oldpath, newpath);
-	send_result(req, rename(oldpath, newpath));
-	free(oldpath);
-	free(newpath);
-	return HANDLER_DONE;
+	return path_pair_request(req, "process_extended_posix_rename",
+	                         "posix-rename", rename);
 }
 
 int process_extended_hardlink(struct request *req)
 {
-	char *oldpath, *newpath;
-
-	if (get_two_paths(req, "process_extended_hardlink", &oldpath,
-	                  &newpath) != 0)
-		return HANDLER_PARSE_ERROR;
-	debug3("request %u: hardlink", req->id);
-	logit("hardlink old \"%s\" new \"%s\"", oldpath, newpath);
-	send_result(req, link(oldpath, newpath));
-	free(oldpath);
-	free(newpath);
-	return HANDLER_DONE;
+	return path_pair_request(req, "process_extended_hardlink", "hardlink",
+	                         link);
 }
 
 /* ---- statvfs, fstatvfs --------------------------------------------- */
@@ -223,7 +111,7 @@ int process_extended_statvfs(struct request *req)
 	debug3("request %u: statvfs", req->id);
 	logit("statvfs \"%s\"", path);
 	if (statvfs(path, &st) != 0)
-		send_status(req, errno_to_status(errno));
+		send_errno(req);
 	else
 		send_statvfs(req, &st);
 	free(path);
@@ -244,7 +132,7 @@ int process_extended_fstatvfs(struct request *req)
 	if (h == NULL)
 		send_status(req, SSH2_FX_FAILURE);
 	else if (fstatvfs(h->fd, &st) != 0)
-		send_status(req, errno_to_status(errno));
+		send_errno(req);
 	else
 		send_statvfs(req, &st);
 	return HANDLER_DONE;
@@ -281,74 +169,10 @@ int process_extended_fsync(struct request *req)
 
 /* ---- lsetstat ------------------------------------------------------ */
 
-static void log_modtime(const char *name, uint32_t mtime)
-{
-	time_t t = mtime;
-	struct tm *tm = localtime(&t);
-	char when[64] = "";
-
-	if (tm != NULL)
-		strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", tm);
-	logit("set \"%s\" modtime %s", name, when);
-}
-
-/* SETSTAT's steps without following a final symlink.  Every step runs and
- * the last failure wins, as for SETSTAT. */
-static uint32_t setstat_nofollow(const char *name, const struct attrib *a)
-{
-	uint32_t status = SSH2_FX_OK;
-
-	if (a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) {
-		logit("set \"%s\" mode %04o", name, a->perm);
-		if (fchmodat(AT_FDCWD, name, a->perm & 07777,
-		             AT_SYMLINK_NOFOLLOW) == -1)
-			status = errno_to_status(errno);
-	}
-	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {
-		struct timespec ts[2] = {
-		    {.tv_sec = a->atime, .tv_nsec = 0},
-		    {.tv_sec = a->mtime, .tv_nsec = 0},
-		};
-
-		log_modtime(name, a->mtime);
-		if (utimensat(AT_FDCWD, name, ts, AT_SYMLINK_NOFOLLOW) == -1)
-			status = errno_to_status(errno);
-	}
-	if (a->flags & SSH2_FILEXFER_ATTR_UIDGID) {
-		logit("set \"%s\" owner %lu group %lu", name,
-		      (unsigned long)a->uid, (unsigned long)a->gid);
-		if (fchownat(AT_FDCWD, name, a->uid, a->gid,
-		             AT_SYMLINK_NOFOLLOW) == -1)
-			status = errno_to_status(errno);
-	}
-	return status;
-}
-
 int process_extended_lsetstat(struct request *req)
 {
-	struct rbuf saved;
-	struct attrib a;
-	char *name;
-	int rc;
-
-	if (get_path(req, "process_extended_lsetstat", &name) != 0)
-		return HANDLER_PARSE_ERROR;
-	saved = req->body;
-	rc = attrib_decode(&req->body, &a);
-	if (rc != BUF_OK) {
-		free(name);
-		parse_fail(req, "process_extended_lsetstat", "parse",
-		           attrib_error(saved, rc));
-		return HANDLER_PARSE_ERROR;
-	}
-	debug("request %u: lsetstat name \"%s\"", req->id, name);
-	/* A symlink has no size to set; nothing else is applied either. */
-	if (a.flags & SSH2_FILEXFER_ATTR_SIZE)
-		send_status(req, SSH2_FX_BAD_MESSAGE);
-	else
-		send_status(req, setstat_nofollow(name, &a));
-	free(name);
-	return HANDLER_DONE;
+	return setstat_request(req, "process_extended_lsetstat",
+	                       SETSTAT_NOFOLLOW);
 }
 
 /* ---- limits -------------------------------------------------------- */
@@ -460,7 +284,7 @@ int process_extended_expand(struct request *req)
 	if (get_path(req, "process_extended_expand", &path) != 0)
 		return HANDLER_PARSE_ERROR;
 	if (getcwd(cwd, sizeof(cwd)) == NULL) {
-		send_status(req, errno_to_status(errno));
+		send_errno(req);
 		free(path);
 		return HANDLER_DONE;
 	}
@@ -479,7 +303,7 @@ int process_extended_expand(struct request *req)
 	}
 	verbose("expand \"%s\"", full);
 	if (sftp_realpath(full, resolved) == NULL)
-		send_status(req, errno_to_status(errno));
+		send_errno(req);
 	else
 		send_one_name(req, resolved);
 	free(full);
@@ -665,9 +489,9 @@ static int copy_parse(struct request *req, int *rh, int *wh,
 		rc = rbuf_get_u64(r, &job->write_off);
 	}
 	if (rc != BUF_OK)
-		return parse_fail(req, "process_extended_copy_data",
-		                  "buffer error",
-		                  field_error(r, rc, is_string));
+		return parse_fail_step(req, "process_extended_copy_data",
+		                       "buffer error",
+		                       field_error(r, rc, is_string));
 	return 0;
 }
 
@@ -758,10 +582,10 @@ static int put_names(struct request *req, struct wbuf *out, const uint8_t *ids,
 		(*count)++;
 	}
 	if (i != len)
-		return parse_fail(req, UGID_FN,
-		                  groups ? "parse inner gid"
-		                         : "parse inner uid",
-		                  "incomplete message");
+		return parse_fail_step(req, UGID_FN,
+		                       groups ? "parse inner gid"
+		                              : "parse inner uid",
+		                       "incomplete message");
 	return 0;
 }
 
@@ -776,11 +600,8 @@ int process_extended_get_users_groups_by_id(struct request *req)
 	rc = rbuf_get_string(&req->body, &uids, &nuids);
 	if (rc == BUF_OK)
 		rc = rbuf_get_string(&req->body, &gids, &ngids);
-	if (rc != BUF_OK) {
-		parse_fail(req, UGID_FN, "parse",
-		           field_error(&req->body, rc, 1));
-		return HANDLER_PARSE_ERROR;
-	}
+	if (rc != BUF_OK)
+		return parse_fail(req, UGID_FN, field_error(&req->body, rc, 1));
 	debug(UGID_FN ": uids len = %zu, gids len = %zu", nuids, ngids);
 
 	/* Each list is bounded by the request (at most 256 KiB of ids); the

@@ -142,8 +142,7 @@ int process_close(struct request *req)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
 	log_close(idx);
-	send_status(req, handle_close(idx) == -1 ? errno_to_status(errno)
-	                                         : SSH2_FX_OK);
+	send_result(req, handle_close(idx));
 	return HANDLER_DONE;
 }
 
@@ -364,7 +363,7 @@ int process_fstat(struct request *req)
 	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
 		send_status(req, SSH2_FX_FAILURE);
 	} else if (fstat(h->fd, &st) == -1) {
-		send_status(req, errno_to_status(errno));
+		send_errno(req);
 	} else {
 		attrib_from_stat(&st, &a);
 		send_attrib(req, &a);
@@ -401,7 +400,7 @@ int process_opendir(struct request *req)
 	debug3("request %u: opendir", req->id);
 	logit("opendir \"%s\"", path);
 	if ((dirp = opendir(path)) == NULL) {
-		send_status(req, errno_to_status(errno));
+		send_errno(req);
 	} else if ((idx = handle_new(HANDLE_DIR, path, -1, dirp, 0)) == -1) {
 		closedir(dirp);
 		send_status(req, SSH2_FX_FAILURE);
@@ -506,13 +505,24 @@ static int set_owner(const char *name, int fd, const struct attrib *a,
 	                t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
 }
 
+/* The modtime log line shows the new mtime in local time, as OpenSSH's
+ * does. */
+static void log_modtime(const char *name, uint32_t mtime)
+{
+	time_t t = mtime;
+	struct tm *tm = localtime(&t);
+	char when[64];
+
+	if (tm == NULL ||
+	    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", tm) == 0)
+		snprintf(when, sizeof(when), "%lld", (long long)t);
+	logit("set \"%s\" modtime %s", name, when);
+}
+
 uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
                       enum setstat_target t)
 {
 	uint32_t status = SSH2_FX_OK;
-	char when[64];
-	time_t mtime;
-	struct tm *tm;
 
 	/* Every step runs even after a failure; the last failure wins. */
 	if (a->flags & SSH2_FILEXFER_ATTR_SIZE) {
@@ -527,12 +537,7 @@ uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {
-		mtime = a->mtime;
-		tm = localtime(&mtime);
-		if (tm == NULL ||
-		    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", tm) == 0)
-			snprintf(when, sizeof(when), "%lld", (long long)mtime);
-		logit("set \"%s\" modtime %s", name, when);
+		log_modtime(name, a->mtime);
 		if (set_times(name, fd, a, t) == -1)
 			status = errno_to_status(errno);
 	}

@@ -3,6 +3,8 @@
  * session rather than send a broken packet. */
 #include "config.h"
 
+#include <errno.h>
+
 #include "handle.h"
 #include "log.h"
 #include "reply.h"
@@ -48,6 +50,19 @@ void send_status_msg(struct request *req, uint32_t code, const char *msg)
 void send_status(struct request *req, uint32_t code)
 {
 	send_status_msg(req, code, status_message(code));
+}
+
+void send_errno(struct request *req)
+{
+	send_status(req, errno_to_status(errno));
+}
+
+void send_result(struct request *req, int rc)
+{
+	if (rc == -1)
+		send_errno(req);
+	else
+		send_status(req, SSH2_FX_OK);
 }
 
 void send_handle(struct request *req, int idx)

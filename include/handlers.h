@@ -53,6 +53,15 @@ enum setstat_target { SETSTAT_PATH, SETSTAT_FD, SETSTAT_NOFOLLOW };
 uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
                       enum setstat_target t);
 
+/* The whole of SETSTAT (SETSTAT_PATH) or lsetstat (SETSTAT_NOFOLLOW); fn
+ * names OpenSSH's function for a parse error. */
+int setstat_request(struct request *req, const char *fn, enum setstat_target t);
+
+/* SYMLINK, posix-rename and hardlink: two paths, logged as OpenSSH logs
+ * them ("<op> old ... new ..."), answered with one call's result. */
+int path_pair_request(struct request *req, const char *fn, const char *op,
+                      int (*call)(const char *, const char *));
+
 /* Handlers by module. */
 int process_open(struct request *req);
 int process_close(struct request *req);

@@ -11,6 +11,10 @@
 void send_status(struct request *req, uint32_t code);
 /* STATUS with a custom message (expand-path's "no such user"). */
 void send_status_msg(struct request *req, uint32_t code, const char *msg);
+/* The status for the system call that just failed (from errno). */
+void send_errno(struct request *req);
+/* A system call's result (0, or -1 with errno set) as a status reply. */
+void send_result(struct request *req, int rc);
 void send_handle(struct request *req, int idx);
 void send_attrib(struct request *req, const struct attrib *a);
 /* NAME with one entry: name = longname = path, attrs flags 0. */

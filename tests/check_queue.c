@@ -86,7 +86,12 @@ static int fake_submit(struct io_op *op)
 	 * (both handles are one file). */
 	for (i = 0; i < num_pending; i++)
 		ck_assert_msg(!must_not_run_together(op, pending[i]),
-		              "conflicting operations in flight");
+		              "conflicting operations in flight: %d@%llu+%zu "
+		              "vs %d@%llu+%zu",
+		              op->opcode, (unsigned long long)op->offset,
+		              op_len(op), pending[i]->opcode,
+		              (unsigned long long)pending[i]->offset,
+		              op_len(pending[i]));
 	pending[num_pending++] = op;
 	return 0;
 }
@@ -159,8 +164,8 @@ static void fake_shutdown(void)
 }
 
 static const struct io_backend fake_backend = {
-    "fake",    fake_init,      fake_submit,   fake_flush, fake_completion_fd,
-    fake_reap, fake_in_flight, NULL, fake_shutdown,
+    "fake",    fake_init,      fake_submit, fake_flush,    fake_completion_fd,
+    fake_reap, fake_in_flight, NULL,        fake_shutdown,
 };
 
 /* ---- requests and the model ---- */
@@ -308,8 +313,8 @@ static void run_seed(unsigned seed)
 	}
 	while (replied < NUM_REQUESTS) {
 		while (admitted < NUM_REQUESTS && queue_has_room()) {
-			queue_admit(request_new(packets[admitted],
-						lengths[admitted], 65536, NULL));
+			queue_admit(request_new(
+			    packets[admitted], lengths[admitted], 65536, NULL));
 			admitted++;
 		}
 		ck_assert_uint_le(queue_count(), MAX_REQUESTS);

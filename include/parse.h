@@ -1,0 +1,36 @@
+/* Reading request fields as OpenSSH's sftp-server reads them.  A malformed
+ * body is fatal there, and the line it logs (fn, step and ssh_err() text)
+ * is part of what we must reproduce, so each helper also records that line
+ * in req->fatal. */
+#ifndef PARSE_H
+#define PARSE_H
+
+#include "attrib.h"
+#include "buf.h"
+#include "request.h"
+
+/* OpenSSH's ssh_err() text for a field that could not be read (rc is the
+ * BUF_* code); is_string when that field is a string, r the reader still
+ * positioned at it. */
+const char *field_error(const struct rbuf *r, int rc, int is_string);
+/* OpenSSH 9.2's text for attributes that failed to decode; saved is the
+ * reader as it was before the attempt. */
+const char *attrib_error(struct rbuf saved, int rc);
+
+/* Record "<fn>: <step>: <why>" as the fatal line and return
+ * HANDLER_PARSE_ERROR.  parse_fail is the common step "parse". */
+int parse_fail_step(struct request *req, const char *fn, const char *step,
+                    const char *why);
+int parse_fail(struct request *req, const char *fn, const char *why);
+
+/* Field readers; fn names the OpenSSH function for the fatal line.  Each
+ * returns 0, or HANDLER_PARSE_ERROR with nothing left allocated. */
+int get_path(struct request *req, const char *fn, char **path);
+/* Two path strings (old, new), as RENAME, SYMLINK and friends carry them. */
+int get_two_paths(struct request *req, const char *fn, char **a, char **b);
+/* A path followed by attributes (SETSTAT, MKDIR, lsetstat). */
+int get_path_attrib(struct request *req, const char *fn, char **path,
+                    struct attrib *a);
+int get_handle(struct request *req, const char *fn, int *idx);
+
+#endif
