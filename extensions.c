@@ -51,13 +51,6 @@ static int handle_number(int idx)
 	return handle_get(idx, HANDLE_UNUSED) != NULL ? idx : -1;
 }
 
-static const char *handle_name(int idx)
-{
-	struct handle *h = handle_get(idx, HANDLE_UNUSED);
-
-	return h != NULL ? h->name : "(null)";
-}
-
 /* ---- posix-rename, hardlink ---------------------------------------- */
 
 /* Unlike RENAME, this one may replace an existing newpath. */

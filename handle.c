@@ -100,6 +100,14 @@ struct handle *handle_get(int idx, enum handle_kind kind)
 	return h;
 }
 
+const char *handle_name(int idx)
+{
+	struct handle *h = handle_get(idx, HANDLE_UNUSED);
+
+	/* What OpenSSH's log lines show for a bad handle (a NULL to %s). */
+	return h != NULL ? h->name : "(null)";
+}
+
 int handle_parse(struct rbuf *r, int *idx)
 {
 	const uint8_t *p;

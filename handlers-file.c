@@ -75,13 +75,6 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
 	}
 }
 
-static const char *handle_name(int idx)
-{
-	struct handle *h = handle_get(idx, HANDLE_UNUSED);
-
-	return h != NULL ? h->name : "(null)";
-}
-
 int process_open(struct request *req)
 {
 	struct attrib a;

@@ -9,6 +9,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "options.h"
+#include "parse.h"
 #include "reply.h"
 #include "server.h"
 #include "sftp.h"
@@ -162,13 +163,6 @@ int request_may_modify(const struct request *req)
 	return h == NULL || h->does_write || req->type == SSH2_FXP_OPEN;
 }
 
-static int parse_error(struct request *req, const char *where)
-{
-	snprintf(req->fatal, sizeof(req->fatal),
-	         "%s: parse: incomplete message", where);
-	return HANDLER_PARSE_ERROR;
-}
-
 /* VERSION has no request id; it carries our version and extensions. */
 static int process_init(struct request *req)
 {
@@ -176,7 +170,7 @@ static int process_init(struct request *req)
 	uint32_t version;
 
 	if (rbuf_get_u32(&req->body, &version) != BUF_OK)
-		return parse_error(req, "process_init");
+		return parse_fail(req, "process_init", "incomplete message");
 	verbose("received client version %u", version);
 	srv.client_version = version;
 	wbuf_reset(w);
@@ -196,7 +190,8 @@ static int process_extended(struct request *req)
 	char *name;
 
 	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
-		return parse_error(req, "process_extended");
+		return parse_fail(req, "process_extended",
+		                  "incomplete message");
 	h = handler_for_extension((const uint8_t *)name, strlen(name));
 	if (h == NULL)
 		error("Unknown extended request \"%.100s\"", name);

@@ -21,8 +21,8 @@ struct handle {
 	uint64_t bytes_written;
 	dev_t dev; /* identity of the open file, for overlap ordering */
 	ino_t ino;
-	int is_regular; /* short reads are resumed only on regular files */
-	uint64_t next_read;   /* where a sequential READ stream continues */
+	int is_regular;     /* short reads are resumed only on regular files */
+	uint64_t next_read; /* where a sequential READ stream continues */
 	uint64_t ahead_until; /* read-ahead asked for up to here */
 	int next_free;
 };
@@ -30,9 +30,11 @@ struct handle {
 /* Take a slot; fstat()s fd (when >= 0) for dev/ino.  Returns the index, or
  * -1 with errno set (EMFILE past the handle limit). */
 int handle_new(enum handle_kind kind, const char *name, int fd, DIR *dirp,
-	       int flags);
+               int flags);
 /* The handle at idx if it is in use and of kind (HANDLE_UNUSED = any). */
 struct handle *handle_get(int idx, enum handle_kind kind);
+/* The handle's path for log lines, "(null)" when idx is not a handle. */
+const char *handle_name(int idx);
 /* Read a handle string: *idx = slot or -1 when it is not a 4-byte handle.
  * Returns a BUF_* code (only a short packet is an error). */
 int handle_parse(struct rbuf *r, int *idx);
