@@ -75,6 +75,30 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
 	}
 }
 
+/* Spare splice pipes hold descriptors: give them up before telling the
+ * client it has too many files open. */
+static int open_file(const char *name, int flags, int mode)
+{
+	int fd = open(name, flags, mode);
+
+	if (fd == -1 && errno == EMFILE) {
+		pipes_release_spares();
+		fd = open(name, flags, mode);
+	}
+	return fd;
+}
+
+static DIR *open_dir(const char *path)
+{
+	DIR *dirp = opendir(path);
+
+	if (dirp == NULL && errno == EMFILE) {
+		pipes_release_spares();
+		dirp = opendir(path);
+	}
+	return dirp;
+}
+
 int process_open(struct request *req)
 {
 	struct attrib a;
@@ -98,7 +122,7 @@ int process_open(struct request *req)
 	                         (flags & (O_CREAT | O_TRUNC)) != 0)) {
 		verbose("Refusing open request in read-only mode");
 		status = SSH2_FX_PERMISSION_DENIED;
-	} else if ((fd = open(name, flags, mode)) == -1) {
+	} else if ((fd = open_file(name, flags, mode)) == -1) {
 		status = errno_to_status(errno);
 	} else if ((idx = handle_new(HANDLE_FILE, name, fd, NULL, flags)) ==
 	           -1) {
@@ -392,7 +416,7 @@ int process_opendir(struct request *req)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: opendir", req->id);
 	logit("opendir \"%s\"", path);
-	if ((dirp = opendir(path)) == NULL) {
+	if ((dirp = open_dir(path)) == NULL) {
 		send_errno(req);
 	} else if ((idx = handle_new(HANDLE_DIR, path, -1, dirp, 0)) == -1) {
 		closedir(dirp);

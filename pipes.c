@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -10,12 +11,13 @@
 
 #include "pipes.h"
 
+#define PIPES_SPARE 8
+
 static struct pipe_pair *spare;
 static unsigned num_spare, num_made, max_pipes;
 static size_t pipe_capacity;
 static int out_fd = -1;
 static int out_is_socket;
-static int in_transit;
 
 int pipes_init(unsigned max, size_t capacity, int fd)
 {
@@ -69,7 +71,9 @@ int pipe_get(struct pipe_pair *p)
 
 void pipe_put(struct pipe_pair *p, size_t bytes_left)
 {
-	if (bytes_left == 0 && num_spare < max_pipes) {
+	/* A few spares are enough for a stream of READs; each holds two
+	 * descriptors that OPEN may need. */
+	if (bytes_left == 0 && num_spare < PIPES_SPARE) {
 		spare[num_spare++] = *p;
 		return;
 	}
@@ -78,32 +82,111 @@ void pipe_put(struct pipe_pair *p, size_t bytes_left)
 	num_made--;
 }
 
-void pipes_spliced_out(void)
+/* Spliced data handed to out_fd, by file: it is that file's pages until
+ * out_fd's reader has read up to end (a position in all bytes written).
+ * More files at once than fit here count as "every file". */
+#define TRANSIT_MAX 32
+
+struct transit {
+	dev_t dev;
+	ino_t ino;
+	uint64_t end;
+};
+
+static struct transit transit[TRANSIT_MAX];
+static unsigned num_transit;
+static int transit_overflow; /* a file was not recorded: assume all */
+static uint64_t out_total;   /* bytes written to out_fd so far */
+
+void pipes_output_written(size_t n)
 {
-	in_transit = 1;
+	out_total += n;
+}
+
+void pipes_spliced_out(dev_t dev, ino_t ino)
+{
+	unsigned i;
+
+	for (i = 0; i < num_transit; i++)
+		if (transit[i].dev == dev && transit[i].ino == ino)
+			break;
+	if (i == num_transit) {
+		if (num_transit == TRANSIT_MAX) {
+			transit_overflow = 1;
+			return;
+		}
+		num_transit++;
+	}
+	transit[i].dev = dev;
+	transit[i].ino = ino;
+	transit[i].end = out_total;
 }
 
 /* Unread bytes in out_fd: FIONREAD counts a pipe's contents from either
- * end; SIOCOUTQ (TIOCOUTQ) what a socket's peer has not read. */
-static int out_unread(void)
+ * end; SIOCOUTQ (TIOCOUTQ) what a socket's peer has not read (in buffer
+ * memory, which errs on the side of "not read yet"). */
+static uint64_t out_unread(void)
 {
 	int n = 0;
 
 	if (ioctl(out_fd, out_is_socket ? TIOCOUTQ : FIONREAD, &n) == -1)
-		return 1; /* cannot tell: assume the worst */
-	return n;
+		return out_total; /* cannot tell: assume nothing was read */
+	return (uint64_t)n;
+}
+
+/* Forget what the reader has read by now. */
+static void transit_expire(void)
+{
+	uint64_t unread, consumed;
+	unsigned i = 0;
+
+	if (num_transit == 0 && !transit_overflow)
+		return;
+	unread = out_fd < 0 ? 0 : out_unread();
+	consumed = unread < out_total ? out_total - unread : 0;
+	if (unread == 0)
+		transit_overflow = 0;
+	while (i < num_transit) {
+		if (out_fd < 0 || transit[i].end <= consumed)
+			transit[i] = transit[--num_transit];
+		else
+			i++;
+	}
 }
 
 void pipes_output_closed(void)
 {
 	/* Nobody will read what is in transit: it cannot be seen changing. */
 	out_fd = -1;
-	in_transit = 0;
+	num_transit = 0;
+	transit_overflow = 0;
 }
 
 int pipes_in_transit(void)
 {
-	if (in_transit && (out_fd < 0 || out_unread() == 0))
-		in_transit = 0;
-	return in_transit;
+	transit_expire();
+	return num_transit > 0 || transit_overflow;
+}
+
+int pipes_file_in_transit(dev_t dev, ino_t ino)
+{
+	unsigned i;
+
+	transit_expire();
+	if (transit_overflow)
+		return 1;
+	for (i = 0; i < num_transit; i++)
+		if (transit[i].dev == dev && transit[i].ino == ino)
+			return 1;
+	return 0;
+}
+
+void pipes_release_spares(void)
+{
+	while (num_spare > 0) {
+		num_spare--;
+		close(spare[num_spare].rd);
+		close(spare[num_spare].wr);
+		num_made--;
+	}
 }

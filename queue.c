@@ -187,14 +187,17 @@ static void stop_at(struct request *req)
 static void request_io_done(struct io_op *op);
 
 /* Spliced READ data handed to stdout is made of file pages until the
- * reader (sshd, or the client) has read it: nothing may write files
- * meanwhile.  The event loop looks again shortly (queue_waiting). */
-static int reader_behind(void)
+ * reader (sshd, or the client) has read it: nothing may change that file
+ * meanwhile (a WRITE: the file it writes; another request: any file).
+ * The event loop looks again shortly (queue_waiting_for_reader). */
+static int reader_behind(const struct request *req)
 {
-	if (!pipes_in_transit())
-		return 0;
-	waiting_for_reader = 1;
-	return 1;
+	int behind = req->is_write ? pipes_file_in_transit(req->dev, req->ino)
+	                           : pipes_in_transit();
+
+	if (behind)
+		waiting_for_reader = 1;
+	return behind;
 }
 
 /* Start next_start if the rules allow it: 1 started, 0 must wait.  While
@@ -206,8 +209,8 @@ static int start_one(struct request *req)
 	/* A barrier waits for everything before it; one that may change
 	 * file data also for spliced READ data still in pipes. */
 	if (!request_is_io(req) &&
-	    (num_in_flight > 0 ||
-	     (request_may_modify(req) && (num_piped > 0 || reader_behind())))) {
+	    (num_in_flight > 0 || (request_may_modify(req) &&
+	                           (num_piped > 0 || reader_behind(req))))) {
 		coalesce_flush();
 		return 0;
 	}
@@ -225,7 +228,7 @@ static int start_one(struct request *req)
 		req->io.done = request_io_done;
 	}
 	if (conflicts_with_in_flight(req, coalesce_run_for(req)) ||
-	    (req->is_write && reader_behind())) {
+	    (req->is_write && reader_behind(req))) {
 		coalesce_flush();
 		return 0;
 	}
@@ -370,6 +373,7 @@ int queue_output_pipe(size_t *len)
 void queue_output_piped(size_t n)
 {
 	reply_bytes -= n;
+	pipes_spliced_out(head->dev, head->ino);
 	head->pipe_left -= n;
 	if (head->pipe_left == 0) {
 		num_piped--;

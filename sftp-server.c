@@ -275,7 +275,7 @@ static int splice_output(int pipe_rd, size_t len)
 		output_failed(n);
 		return 0;
 	}
-	pipes_spliced_out();
+	pipes_output_written((size_t)n);
 	queue_output_piped((size_t)n);
 	return 0;
 }
@@ -310,6 +310,7 @@ static int write_output(void)
 			output_failed(n);
 			continue;
 		}
+		pipes_output_written((size_t)n);
 		queue_output_consumed((size_t)n);
 	}
 }

@@ -4,6 +4,7 @@
 #define PIPES_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 struct pipe_pair {
 	int rd;
@@ -20,11 +21,16 @@ int pipe_get(struct pipe_pair *p);
 void pipe_put(struct pipe_pair *p, size_t bytes_left);
 /* out_fd's reader has gone. */
 void pipes_output_closed(void);
-/* Spliced bytes were handed to out_fd. */
-void pipes_spliced_out(void);
+/* n bytes (of any kind) were written to out_fd. */
+void pipes_output_written(size_t n);
+/* The bytes just written were spliced from this file. */
+void pipes_spliced_out(dev_t dev, ino_t ino);
 /* Spliced bytes handed to out_fd may not have been read by its reader
  * yet.  They are references to file pages, not copies, so until they are
- * read nothing may change those files. */
+ * read nothing may change those files: any file, or this one. */
 int pipes_in_transit(void);
+int pipes_file_in_transit(dev_t dev, ino_t ino);
+/* Close the spare pipes (their descriptors are wanted elsewhere). */
+void pipes_release_spares(void);
 
 #endif
