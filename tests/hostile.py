@@ -1,0 +1,948 @@
+#!/usr/bin/python3
+"""Hostile clients against the built server (issue 6).
+
+Each check starts the server on pipes (or a socketpair, as upstream sshd
+gives it) and misbehaves:
+
+  oversized       packet lengths past 256 KiB: exit 11, no reply
+  oversized-after-requests  the requests before such a length are
+                  answered first
+  zero-length     a packet length of 0: exit 255, no reply
+  max-packet      a WRITE packet of exactly 256 KiB is accepted; READ
+                  lengths past the maximum are clamped to 261120
+  truncated       a stream cut at every byte boundary (inside packets over
+                  512 bytes: near their edges and every 251st byte), then
+                  EOF: exit 0, one reply per complete packet, no crash, no
+                  hang
+  huge-strings    string and count fields far larger than the packet:
+                  exit 255 after answering what came before, nothing after
+  before-init     requests before INIT: exit 255, no reply
+  handles-limit   opens until the descriptor limit (server run with
+                  RLIMIT_NOFILE 256): a FAILURE status, at least as many
+                  handles as limits@openssh.com advertises, opens work
+                  again once handles are closed
+  handles-after-reads  the same after a pipelined download: the
+                  advertised number of handles can still be opened
+  handles-many    3000 handles open at once with a large enough limit
+  read-flood      2048 outstanding 32 KiB READs while the client reads no
+                  reply for a few seconds: server RSS under 64 MiB, then
+                  every request answered once, in order, with the right data
+  write-flood     the same with 2048 32 KiB WRITEs; the file then holds
+                  exactly the data
+  read-write-flood  a READ, then the WRITE flood, the client not reading
+                  for a few seconds, then reading as it sends the rest
+  eager-writer    a READ, then the WRITE flood, the client reading nothing
+                  until all is sent (OpenSSH's server takes it all)
+  disconnect      the client vanishes mid-stream (pipes and socketpair;
+                  both directions at once, or stdout first): the server
+                  exits without crashing, every acknowledged WRITE is in
+                  the file, and so is every complete WRITE it received
+  unknown-types   unknown packet types between requests: no reply to them,
+                  no stall (the next reply comes promptly)
+  corpus          every stream in the given corpus directories (fuzz seeds
+                  and fuzz regressions) replayed: no crash, no hang
+
+Usage: hostile.py --server PATH [--server-args "ARGS"] [--label NAME]
+                  [--workdir DIR] [--only PATTERN] [--corpus DIR]... [-v]
+Prints PASS/FAIL lines and a final "N passed, N failed"; exit 0, 1, or 77.
+"""
+
+import argparse
+import fnmatch
+import os
+import resource
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sftpclient as sc  # noqa: E402
+from sftpclient import (  # noqa: E402
+    FXF_CREAT, FXF_READ, FXF_TRUNC, FXF_WRITE, FXP_CLOSE, FXP_DATA,
+    FXP_EXTENDED, FXP_HANDLE, FXP_INIT, FXP_MKDIR, FXP_OPEN, FXP_READ,
+    FXP_RENAME, FXP_SETSTAT, FXP_STAT, FXP_STATUS, FXP_VERSION, FXP_WRITE,
+    FX_FAILURE, FX_OK, FX_OP_UNSUPPORTED, encode_attrs, packet, string, u32,
+    u64)
+
+KIB = 1024
+MIB = 1024 * 1024
+MAX_PACKET = 256 * KIB
+MAX_READ = MAX_PACKET - 1024
+FLOOD_COUNT = 2048
+FLOOD_CHUNK = 32 * KIB
+RSS_LIMIT = 64 * MIB
+PAUSE = 3.0
+
+ARGS = None
+PASSED = 0
+FAILED = 0
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def require(cond, msg):
+    if not cond:
+        raise CheckFailed(msg)
+
+
+def log(msg):
+    if ARGS.verbose:
+        print("  " + msg)
+        sys.stdout.flush()
+
+
+# ------------------------------------------------------------ the server
+
+def server_argv(extra=()):
+    return ([ARGS.server] + shlex.split(ARGS.server_args)
+            + ["-e", "-l", "VERBOSE"] + list(extra))
+
+
+def nofile(limit):
+    def preexec():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    return preexec
+
+
+def start(cwd, socketpair=False, preexec_fn=None, timeout=20):
+    return sc.Client(server_argv(), cwd=cwd, socketpair=socketpair,
+                     preexec_fn=preexec_fn, timeout=timeout)
+
+
+def is_sanitized():
+    """ASan or valgrind builds need far more memory than the bound."""
+    try:
+        out = subprocess.run(["ldd", ARGS.server], capture_output=True,
+                             text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "libasan" in out or "libubsan" in out
+
+
+def rss_of(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * KIB
+    except OSError:
+        pass
+    return 0
+
+
+class RssSampler:
+    """Samples the server's VmRSS every 50 ms in a thread; keeps the peak."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.peak = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, rss_of(self.pid))
+            self.stop.wait(0.05)
+
+    def done(self):
+        self.stop.set()
+        self.thread.join()
+        return self.peak
+
+
+def exit_text(rc):
+    if rc < 0:
+        return "killed by signal %d (%s)" % (
+            -rc, signal.Signals(-rc).name if -rc in
+            signal.valid_signals() else "?")
+    return "exit %d" % rc
+
+
+def require_exit(c, want, timeout=20):
+    """Close stdin, collect what is left, and check the exit status."""
+    rc, rest = c.finish(timeout)
+    require(rc == want, "expected exit %d, got %s; stderr: %r"
+            % (want, exit_text(rc), c.stderr_bytes()[-400:]))
+    return rest
+
+
+def write_noread(c, data, timeout):
+    """Write all of data to the server's stdin without reading any reply
+    (the client 'stops reading').  Raises Timeout when the server stops
+    taking input."""
+    view = memoryview(data)
+    deadline = time.monotonic() + timeout
+    while view:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise sc.Timeout("server stopped taking input with %d bytes "
+                             "left" % len(view))
+        _, w, _ = select.select([], [c.wfd], [], left)
+        if not w:
+            continue
+        try:
+            n = os.write(c.wfd, view[:1 << 20])
+        except BlockingIOError:
+            continue
+        view = view[n:]
+
+
+def write_for(c, data, seconds):
+    """Write to the server's stdin without reading replies for at most
+    seconds; returns how many bytes went out."""
+    view = memoryview(data)
+    deadline = time.monotonic() + seconds
+    sent = 0
+    while sent < len(data):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        _, w, _ = select.select([], [c.wfd], [], left)
+        if not w:
+            continue
+        try:
+            sent += os.write(c.wfd, view[sent:sent + (1 << 20)])
+        except BlockingIOError:
+            continue
+    return sent
+
+
+def split_replies(data):
+    """Whole packets in data -> list of Reply, and the leftover bytes."""
+    out = []
+    while len(data) >= 4:
+        n = int.from_bytes(data[:4], "big")
+        if len(data) < 4 + n:
+            break
+        out.append(sc.Reply(data[4], data[5:4 + n], data[:4 + n]))
+        data = data[4 + n:]
+    return out, data
+
+
+def init_packet():
+    return packet(FXP_INIT, u32(3))
+
+
+def req(ptype, rid, payload=b""):
+    return packet(ptype, u32(rid) + payload)
+
+
+def fresh_dir(name):
+    path = os.path.join(ARGS.workdir, name)
+    if os.path.exists(path):
+        shutil.rmtree(path)
+    os.makedirs(path)
+    return path
+
+
+def pattern(n, seed):
+    """n bytes that differ per seed (cheap, deterministic)."""
+    block = (seed.to_bytes(4, "big") * 16 + bytes(range(256)))[:256]
+    return (block * (n // 256 + 1))[:n]
+
+
+# ------------------------------------------------------------ checks
+
+def check_oversized():
+    d = fresh_dir("oversized")
+    for length in (MAX_PACKET + 1, 0x7FFFFFFF, 0xFFFFFFFF):
+        for after_init in (False, True):
+            with start(d) as c:
+                if after_init:
+                    c.init()
+                c.send_raw(u32(length) + bytes([FXP_STAT]) + u32(1)
+                           + string("."))
+                # Do not close stdin: the server must exit on its own.
+                try:
+                    rc = c.wait(10)
+                except sc.Timeout:
+                    raise CheckFailed("length %#x: server did not exit"
+                                      % length)
+                rest = c.pending_bytes(0.2)
+                require(rc == 11, "length %#x: expected exit 11, got %s"
+                        % (length, exit_text(rc)))
+                require(rest == b"", "length %#x: server replied %r"
+                        % (length, rest[:64]))
+                if after_init:
+                    require(b"bad message" in c.stderr_bytes(),
+                            "no 'bad message' log line: %r"
+                            % c.stderr_bytes()[-300:])
+
+
+def check_oversized_after_requests():
+    """Requests before the bad length are still answered."""
+    d = fresh_dir("oversized2")
+    with start(d) as c:
+        c.init()
+        c.send_raw(req(FXP_STAT, 1, string(".")) + req(FXP_STAT, 2,
+                                                        string("x"))
+                   + u32(MAX_PACKET + 1) + b"\x11" * 64)
+        try:
+            rc = c.wait(10)
+        except sc.Timeout:
+            raise CheckFailed("server did not exit")
+        replies, rest = split_replies(c.pending_bytes(0.2))
+        require(rc == 11, "expected exit 11, got %s" % exit_text(rc))
+        require([r.id for r in replies] == [1, 2] and not rest,
+                "replies %r, %d stray bytes (want ids 1 and 2)"
+                % (replies, len(rest)))
+
+
+def check_zero_length():
+    d = fresh_dir("zero")
+    with start(d) as c:
+        c.init()
+        c.send_raw(u32(0) + req(FXP_STAT, 1, string(".")))
+        rest = require_exit(c, 255)
+        require(rest == b"", "server replied %r" % rest[:64])
+
+
+def check_max_packet():
+    d = fresh_dir("maxpacket")
+    with start(d) as c:
+        c.init()
+        h = c.check_handle(c.open("f", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
+        # length 262144 = type + id + handle + offset + data string
+        fixed = 1 + 4 + (4 + len(h)) + 8 + 4
+        data = pattern(MAX_PACKET - fixed, 1)
+        pkt = packet(FXP_WRITE, u32(77) + string(h) + u64(0) + string(data))
+        require(len(pkt) == 4 + MAX_PACKET, "test bug: %d" % len(pkt))
+        c.send_raw(pkt)
+        c.check_ok(c.expect(77), "WRITE of a 256 KiB packet")
+        # a READ of more than the maximum is clamped
+        rep = c.read(h, 0, 0xFFFFFFFF)
+        require(rep.type == FXP_STATUS, "READ on a write-only handle: %r"
+                % rep)
+        c.check_ok(c.close_handle(h))
+        h = c.check_handle(c.open("f", FXF_READ))
+        rep = c.read(h, 0, 0xFFFFFFFF)
+        require(rep.type == FXP_DATA and len(rep.data) == MAX_READ,
+                "READ len 0xffffffff: expected %d bytes, got %r"
+                % (MAX_READ, rep))
+        require(rep.data == data[:MAX_READ], "READ returned wrong bytes")
+        rep = c.read(h, MAX_READ, 1 << 31)
+        require(rep.type == FXP_DATA
+                and rep.data == data[MAX_READ:MAX_READ * 2],
+                "second clamped READ: %r" % rep)
+        c.check_ok(c.close_handle(h))
+        require_exit(c, 0)
+    with open(os.path.join(d, "f"), "rb") as f:
+        require(f.read() == data, "file content differs")
+
+
+def truncation_stream():
+    """A stream of complete packets; returns (bytes, list of (end offset,
+    expects a reply))."""
+    pkts = [
+        (init_packet(), True),
+        (req(FXP_OPEN, 1, string("t") + u32(FXF_READ | FXF_WRITE | FXF_CREAT
+                                            | FXF_TRUNC) + encode_attrs()),
+         True),
+        (req(FXP_WRITE, 2, string(u32(0)) + u64(0)
+             + string(pattern(100, 2))), True),
+        (req(FXP_READ, 3, string(u32(0)) + u64(0) + u32(200)), True),
+        # big enough to be used in place in the input buffer
+        (req(FXP_WRITE, 11, string(u32(0)) + u64(100)
+             + string(pattern(6000, 11))), True),
+        (req(FXP_READ, 12, string(u32(0)) + u64(0) + u32(7000)), True),
+        (req(99, 4, b"unknown"), False),
+        (req(FXP_STAT, 5, string("t")), True),
+        (req(FXP_SETSTAT, 6, string("t") + encode_attrs(
+            {"perm": 0o600, "extended": [(b"x@y", b"z")]})), True),
+        (req(FXP_EXTENDED, 7, string("statvfs@openssh.com")
+             + string(".")), True),
+        (req(FXP_EXTENDED, 8, string("nonexistent@example.com")), True),
+        (req(FXP_RENAME, 9, string("t") + string("u")), True),
+        (req(FXP_CLOSE, 10, string(u32(0))), True),
+    ]
+    data = b""
+    ends = []
+    for p, reply in pkts:
+        data += p
+        ends.append((len(data), reply))
+    return data, ends
+
+
+def cut_points(ends):
+    """Every byte boundary in packets up to 512 bytes; in bigger ones the
+    first and last 16 and every 251st."""
+    cuts = [0]
+    start = 0
+    for end, _ in ends:
+        if end - start <= 512:
+            cuts += range(start + 1, end + 1)
+        else:
+            cuts += range(start + 1, start + 17)
+            cuts += range(start + 17, end - 16, 251)
+            cuts += range(end - 16, end + 1)
+        start = end
+    return cuts
+
+
+def check_truncated():
+    d = fresh_dir("truncated")
+    stream, ends = truncation_stream()
+    bad = []
+    cuts = cut_points(ends)
+    for cut in cuts:
+        want = sum(1 for end, reply in ends if end <= cut and reply)
+        with start(d, timeout=10) as c:
+            try:
+                if cut:
+                    c.send_raw(stream[:cut])
+                rc, out = c.finish(10)
+            except sc.SFTPError as e:
+                bad.append("cut %d: %s" % (cut, e))
+                continue
+            replies, rest = split_replies(out)
+            if rc != 0 or len(replies) != want or rest:
+                bad.append("cut %d: %s, %d replies (want %d), %d stray "
+                           "bytes" % (cut, exit_text(rc), len(replies),
+                                      want, len(rest)))
+        if len(bad) > 5:
+            break
+    log("%d cuts of a %d-byte stream" % (len(cuts), len(stream)))
+    require(not bad, "; ".join(bad))
+
+
+HUGE = [
+    ("OPEN path", FXP_OPEN, u32(0xFFFFFFFF) + b"name"),
+    ("OPEN path 2^31-1", FXP_OPEN, u32(0x7FFFFFFF) + b"name"),
+    ("OPEN attrs", FXP_OPEN, string("f") + u32(FXF_READ)
+     + u32(0x80000000) + u32(0xFFFFFFFF)),
+    ("STAT path", FXP_STAT, u32(1000) + b"short"),
+    ("WRITE data", FXP_WRITE, string(u32(0)) + u64(0) + u32(0xFFFFFFF0)
+     + b"x" * 16),
+    ("WRITE data one past", FXP_WRITE, string(u32(0)) + u64(0) + u32(17)
+     + b"x" * 16),
+    ("READ handle", FXP_READ, u32(0xFFFFFFFF) + u64(0) + u32(10)),
+    ("SETSTAT extended count", FXP_SETSTAT, string(".")
+     + u32(0x80000000) + u32(0xFFFFFFFF)),
+    ("MKDIR extended count", FXP_MKDIR, string("m") + u32(0x80000000)
+     + u32(0x100001)),
+    ("RENAME second path", FXP_RENAME, string("a") + u32(0xFFFFFFFE)),
+    ("EXTENDED name", FXP_EXTENDED, u32(0xFFFFFFFF) + b"statvfs"),
+    ("users-groups-by-id", FXP_EXTENDED,
+     string("users-groups-by-id@openssh.com") + u32(0xFFFFFFF0) + u32(0)),
+    ("copy-data handle", FXP_EXTENDED, string("copy-data")
+     + u32(0xFFFFFFFF)),
+    ("hardlink path", FXP_EXTENDED, string("hardlink@openssh.com")
+     + string("a") + u32(0x10000000)),
+]
+
+
+def check_huge_strings():
+    d = fresh_dir("huge")
+    bad = []
+    for name, ptype, payload in HUGE:
+        with start(d, timeout=10) as c:
+            try:
+                c.init()
+                c.send_raw(req(FXP_STAT, 1, string(".")) + req(ptype, 2,
+                                                                payload)
+                           + req(FXP_STAT, 3, string(".")))
+                rc, out = c.finish(10)
+            except sc.SFTPError as e:
+                bad.append("%s: %s" % (name, e))
+                continue
+            replies, rest = split_replies(out)
+            ids = [r.id for r in replies]
+            if rc != 255 or ids != [1] or rest:
+                bad.append("%s: %s, replies to %s (want [1])"
+                           % (name, exit_text(rc), ids))
+    require(not bad, "; ".join(bad))
+
+
+def check_before_init():
+    d = fresh_dir("beforeinit")
+    for ptype, payload in ((FXP_STAT, string(".")),
+                           (FXP_OPEN, string("f") + u32(FXF_READ)
+                            + encode_attrs()),
+                           (FXP_EXTENDED, string("limits@openssh.com")),
+                           (99, b"")):
+        with start(d) as c:
+            c.send_raw(req(ptype, 1, payload) + init_packet())
+            rest = require_exit(c, 255)
+            require(rest == b"", "type %d before INIT got %r"
+                    % (ptype, rest[:64]))
+
+
+def open_until_failure(c, path, limit):
+    handles = []
+    for _ in range(limit):
+        rep = c.open(path, FXF_READ)
+        if rep.type != FXP_HANDLE:
+            return handles, rep
+        handles.append(rep.handle)
+    return handles, None
+
+
+def check_handles_limited():
+    d = fresh_dir("handles")
+    with open(os.path.join(d, "f"), "wb") as f:
+        f.write(b"data")
+    with start(d, preexec_fn=nofile(256)) as c:
+        c.init()
+        rep = c.limits()
+        advertised = sc.parse_limits(rep.data)["max_handles"]
+        handles, failure = open_until_failure(c, "f", 3000)
+        log("opened %d handles, then %r; limits says %d"
+            % (len(handles), failure, advertised))
+        require(failure is not None, "3000 opens under a limit of 256 "
+                "descriptors all succeeded")
+        require(failure.is_status(FX_FAILURE),
+                "the failing OPEN should be FAILURE: %r" % failure)
+        require(len(handles) >= advertised,
+                "limits@openssh.com advertises %d handles, only %d opened"
+                % (advertised, len(handles)))
+        # directories count too
+        rep = c.opendir(".")
+        require(rep.is_status(FX_FAILURE), "OPENDIR at the limit: %r" % rep)
+        # the session still works
+        require(c.stat("f").type == sc.FXP_ATTRS, "STAT at the limit")
+        for h in handles[:10]:
+            c.check_ok(c.close_handle(h), "close")
+        more, failure = open_until_failure(c, "f", 20)
+        require(len(more) == 10, "after closing 10 handles, %d opens "
+                "worked (%r)" % (len(more), failure))
+        rep = c.read(handles[-1], 0, 10)
+        require(rep.type == FXP_DATA and rep.data == b"data",
+                "READ on the last handle: %r" % rep)
+        require_exit(c, 0)
+
+
+def check_handles_after_reads():
+    """limits@openssh.com's max-open-handles must still hold after a
+    pipelined download (READ replies may keep descriptors, e.g. splice
+    pipes, for later use)."""
+    d = fresh_dir("handles-reads")
+    with open(os.path.join(d, "f"), "wb") as f:
+        f.write(pattern(64 * FLOOD_CHUNK, 5))
+    with start(d, preexec_fn=nofile(256)) as c:
+        c.init()
+        advertised = sc.parse_limits(c.limits().data)["max_handles"]
+        h = c.check_handle(c.open("f", FXF_READ))
+        c.begin_batch()
+        ids = [c.read(h, i * FLOOD_CHUNK, FLOOD_CHUNK, wait=False)
+               for i in range(64)]
+        c.end_batch()
+        for rid in ids:
+            rep = c.expect(rid)
+            require(rep.type == FXP_DATA, "READ: %r" % rep)
+        handles, failure = open_until_failure(c, "f", 3000)
+        handles.append(h)
+        log("after 64 pipelined READs: %d handles, then %r; limits says "
+            "%d" % (len(handles), failure, advertised))
+        require(failure is not None and failure.is_status(FX_FAILURE),
+                "the failing OPEN should be FAILURE: %r" % failure)
+        require(len(handles) >= advertised,
+                "limits@openssh.com advertises %d handles, only %d could "
+                "be opened after a pipelined download"
+                % (advertised, len(handles)))
+        require_exit(c, 0)
+
+
+def check_handles_many():
+    d = fresh_dir("handles-many")
+    with open(os.path.join(d, "f"), "wb") as f:
+        f.write(b"x")
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = 3000 + 64
+    if hard != resource.RLIM_INFINITY and hard < limit:
+        limit = hard
+    want = limit - 64
+    with start(d, preexec_fn=nofile(limit)) as c:
+        c.init()
+        c.begin_batch()
+        ids = [c.open("f", FXF_READ, wait=False) for _ in range(want)]
+        c.end_batch()
+        handles = []
+        for rid in ids:
+            handles.append(c.check_handle(c.expect(rid), "open"))
+        require(len(set(handles)) == want, "handles not distinct")
+        c.begin_batch()
+        ids = [c.close_handle(h, wait=False) for h in handles]
+        c.end_batch()
+        for rid in ids:
+            c.check_ok(c.expect(rid), "close")
+        require_exit(c, 0)
+    log("%d handles open at once" % want)
+
+
+def flood_file():
+    path = os.path.join(ARGS.workdir, "flood.bin")
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(os.urandom(FLOOD_COUNT * FLOOD_CHUNK))
+    with open(path, "rb") as f:
+        return path, f.read()
+
+
+def check_read_flood():
+    path, data = flood_file()
+    rss_limit = RSS_LIMIT * (8 if is_sanitized() else 1)
+    with start(os.path.dirname(path), timeout=60) as c:
+        c.init()
+        h = c.check_handle(c.open(path, FXF_READ))
+        reqs = b"".join(req(FXP_READ, 1000 + i, string(h)
+                            + u64(i * FLOOD_CHUNK) + u32(FLOOD_CHUNK))
+                        for i in range(FLOOD_COUNT))
+        sampler = RssSampler(c.proc.pid)
+        write_noread(c, reqs, 30)
+        time.sleep(PAUSE)
+        require(c.proc.poll() is None, "server died while the client "
+                "was not reading")
+        paused_peak = sampler.peak
+        t0 = time.monotonic()
+        for i in range(FLOOD_COUNT):
+            rep = c.recv(30)
+            require(rep.id == 1000 + i, "reply %d has id %s (%r)"
+                    % (i, rep.id, rep))
+            require(rep.type == FXP_DATA, "reply %d: %r" % (i, rep))
+            require(rep.data == data[i * FLOOD_CHUNK:(i + 1) * FLOOD_CHUNK],
+                    "reply %d: wrong data" % i)
+        elapsed = time.monotonic() - t0
+        peak = sampler.done()
+        c.check_ok(c.close_handle(h), "close")
+        require_exit(c, 0)
+    log("RSS peak %.1f MiB (%.1f MiB while the client was not reading), "
+        "replies drained in %.2f s" % (peak / MIB, paused_peak / MIB,
+                                       elapsed))
+    require(peak < rss_limit, "server RSS reached %.1f MiB (limit %d MiB)"
+            % (peak / MIB, rss_limit // MIB))
+
+
+def check_write_flood():
+    _, data = flood_file()
+    d = fresh_dir("writeflood")
+    target = os.path.join(d, "out.bin")
+    rss_limit = RSS_LIMIT * (8 if is_sanitized() else 1)
+    with start(d, timeout=60) as c:
+        c.init()
+        h = c.check_handle(c.open("out.bin", FXF_WRITE | FXF_CREAT
+                                  | FXF_TRUNC))
+        sampler = RssSampler(c.proc.pid)
+        reqs = b"".join(req(FXP_WRITE, 5000 + i, string(h)
+                            + u64(i * FLOOD_CHUNK)
+                            + string(data[i * FLOOD_CHUNK:
+                                          (i + 1) * FLOOD_CHUNK]))
+                        for i in range(FLOOD_COUNT))
+        write_noread(c, reqs, 60)
+        time.sleep(PAUSE)
+        require(c.proc.poll() is None, "server died while the client "
+                "was not reading")
+        for i in range(FLOOD_COUNT):
+            rep = c.recv(30)
+            require(rep.id == 5000 + i, "reply %d has id %s (%r)"
+                    % (i, rep.id, rep))
+            require(rep.is_status(FX_OK), "reply %d: %r" % (i, rep))
+        peak = sampler.done()
+        c.check_ok(c.close_handle(h), "close")
+        require_exit(c, 0)
+    log("RSS peak %.1f MiB" % (peak / MIB))
+    require(peak < rss_limit, "server RSS reached %.1f MiB (limit %d MiB)"
+            % (peak / MIB, rss_limit // MIB))
+    with open(target, "rb") as f:
+        got = f.read()
+    require(len(got) == len(data), "file has %d bytes, want %d"
+            % (len(got), len(data)))
+    require(got == data, "file content differs")
+
+
+def read_then_writes(h_src, h_dst, data):
+    """A READ, then 2048 32 KiB WRITEs to another file."""
+    return req(FXP_READ, 1, string(h_src) + u64(0) + u32(FLOOD_CHUNK)) + \
+        b"".join(req(FXP_WRITE, 5000 + i, string(h_dst)
+                     + u64(i * FLOOD_CHUNK)
+                     + string(data[i * FLOOD_CHUNK:(i + 1) * FLOOD_CHUNK]))
+                 for i in range(FLOOD_COUNT))
+
+
+def check_read_write_replies(c, data, target):
+    rep = c.expect(1, 30)
+    require(rep.type == FXP_DATA and rep.data == data[:FLOOD_CHUNK],
+            "READ: %r" % rep)
+    for i in range(FLOOD_COUNT):
+        rep = c.recv(30)
+        require(rep.id == 5000 + i and rep.is_status(FX_OK),
+                "reply %d: %r" % (i, rep))
+    with open(target, "rb") as f:
+        require(f.read() == data, "file content differs")
+
+
+def check_read_write_flood():
+    """A READ, then a flood of WRITEs while the client reads nothing for a
+    few seconds, then reads as it sends the rest: every request answered
+    in order, the file complete."""
+    path, data = flood_file()
+    d = fresh_dir("rwflood")
+    with start(d, timeout=60) as c:
+        c.init()
+        h_src = c.check_handle(c.open(path, FXF_READ))
+        h_dst = c.check_handle(c.open("out", FXF_WRITE | FXF_CREAT
+                                      | FXF_TRUNC))
+        reqs = read_then_writes(h_src, h_dst, data)
+        sent = write_for(c, reqs, PAUSE)
+        log("%d of %d bytes taken while the client was not reading"
+            % (sent, len(reqs)))
+        require(c.proc.poll() is None, "server died")
+        c.send_raw(reqs[sent:], 60)
+        check_read_write_replies(c, data, os.path.join(d, "out"))
+        require_exit(c, 0)
+
+
+def check_eager_writer():
+    """A client that sends everything before it reads any reply, as
+    OpenSSH's server allows: a READ, then 64 MiB of WRITEs to another file.
+    Nothing the server holds is near a limit (the replies are 28 bytes
+    each), so it must keep taking input."""
+    path, data = flood_file()
+    d = fresh_dir("eager")
+    with start(d, timeout=60) as c:
+        c.init()
+        h_src = c.check_handle(c.open(path, FXF_READ))
+        h_dst = c.check_handle(c.open("out", FXF_WRITE | FXF_CREAT
+                                      | FXF_TRUNC))
+        reqs = read_then_writes(h_src, h_dst, data)
+        try:
+            write_noread(c, reqs, 10)
+        except sc.Timeout as e:
+            raise CheckFailed("deadlock: %s while the client had not yet "
+                              "read the READ reply" % e)
+        check_read_write_replies(c, data, os.path.join(d, "out"))
+        require_exit(c, 0)
+
+
+def disconnect(socketpair, how):
+    """The client vanishes mid-stream.  how: "both" closes stdin and stdout
+    at once right after sending; "output" (pipes) stops reading first,
+    sends the rest, then closes stdin.  Every acknowledged WRITE must be in
+    the file; so must every complete WRITE received (DESIGN.md rule 5: at
+    end of input every complete request is carried out)."""
+    d = fresh_dir("disconnect")
+    chunk = FLOOD_CHUNK
+    count = 400
+    data = b"".join(pattern(chunk, i) for i in range(count))
+    acked = set()
+    t0 = time.monotonic()
+    c = start(d, socketpair=socketpair, timeout=30)
+    try:
+        c.init()
+        h = c.check_handle(c.open("out", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
+        pkts = [req(FXP_WRITE, 100 + i, string(h) + u64(i * chunk)
+                    + string(data[i * chunk:(i + 1) * chunk]))
+                for i in range(count)]
+        # First half: wait for every acknowledgement.
+        c.send_raw(b"".join(pkts[:count // 2]))
+        for i in range(count // 2):
+            rep = c.expect(100 + i)
+            require(rep.is_status(FX_OK), "write %d: %r" % (i, rep))
+            acked.add(i)
+        # The rest, the last packet cut in the middle.
+        tail = b"".join(pkts[count // 2:count - 1])
+        tail += pkts[-1][:len(pkts[-1]) // 2]
+        if how == "output":
+            c.proc.stdout.close()
+            write_noread(c, tail, 30)
+            c.proc.stdin.close()
+        else:
+            write_noread(c, tail, 30)
+            if socketpair:
+                c.sock.close()
+                c.sock = None
+            else:
+                c.proc.stdin.close()
+                c.proc.stdout.close()
+        c.wclosed = True
+        try:
+            rc = c.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            raise CheckFailed("server did not exit after the client "
+                              "vanished (%s)" % how)
+        require(rc >= 0 and rc < 128, "server %s" % exit_text(rc))
+        log("%s, %s: %s, %d writes acknowledged, %.1f s" % (
+            "socketpair" if socketpair else "pipes", how, exit_text(rc),
+            len(acked), time.monotonic() - t0))
+    finally:
+        c.close()
+    with open(os.path.join(d, "out"), "rb") as f:
+        got = f.read()
+    for i in range(count - 1):
+        if got[i * chunk:(i + 1) * chunk] != data[i * chunk:(i + 1) * chunk]:
+            require(i not in acked,
+                    "acknowledged write %d is not in the file" % i)
+            raise CheckFailed("complete write %d (not acknowledged) is not "
+                              "in the file: received requests must be "
+                              "carried out at end of input" % i)
+    require(len(got) == (count - 1) * chunk,
+            "file has %d bytes, want %d" % (len(got), (count - 1) * chunk))
+
+
+def check_disconnect():
+    disconnect(False, "both")
+    disconnect(False, "output")
+    disconnect(True, "both")
+
+
+def check_unknown_types():
+    d = fresh_dir("unknown")
+    with open(os.path.join(d, "f"), "wb") as f:
+        f.write(pattern(100000, 3))
+    with start(d) as c:
+        c.init()
+        h = c.check_handle(c.open("f", FXF_READ))
+        unknown = [99, 0, FXP_VERSION, FXP_STATUS, FXP_DATA, 150, 255]
+        for t in unknown:
+            # the unknown packet alone, then a request: it is answered
+            # promptly and nothing answers the unknown one
+            t0 = time.monotonic()
+            c.send_raw(req(t, 50 + t, b"payload")
+                       + req(FXP_READ, 1000 + t, string(h) + u64(0)
+                             + u32(1000)))
+            rep = c.recv(2.0)
+            took = time.monotonic() - t0
+            require(rep.id == 1000 + t and rep.type == FXP_DATA,
+                    "after unknown type %d: %r" % (t, rep))
+            require(took < 1.0, "reply after unknown type %d took %.2f s"
+                    % (t, took))
+            # the unknown packet last, nothing after it for a while
+            c.send_raw(req(FXP_STAT, 2000 + t, string("f"))
+                       + req(t, 60 + t, b""))
+            rep = c.recv(2.0)
+            require(rep.id == 2000 + t, "STAT before unknown type %d: %r"
+                    % (t, rep))
+            time.sleep(0.05)
+            c.send_raw(req(FXP_STAT, 3000 + t, string("f")))
+            rep = c.recv(2.0)
+            require(rep.id == 3000 + t, "STAT after unknown type %d: %r"
+                    % (t, rep))
+        # many, mixed with pipelined reads
+        c.begin_batch()
+        want = []
+        for i in range(200):
+            c.send_raw(req(unknown[i % len(unknown)], 9999, b""))
+            want.append(c.read(h, i * 100, 100, wait=False))
+        c.end_batch()
+        for rid in want:
+            rep = c.expect(rid, 5.0)
+            require(rep.type == FXP_DATA, "pipelined read: %r" % rep)
+        rep = c.extended("unknown@example.com")
+        require(rep.is_status(FX_OP_UNSUPPORTED),
+                "unknown extension: %r" % rep)
+        extra = c.pending_bytes(0.2)
+        require(extra == b"", "unexpected output: %r" % extra[:64])
+        c.check_ok(c.close_handle(h))
+        require_exit(c, 0)
+
+
+def check_corpus():
+    files = []
+    for d in ARGS.corpus:
+        if os.path.isdir(d):
+            files += [os.path.join(d, f) for f in sorted(os.listdir(d))
+                      if not f.startswith(".")
+                      and os.path.isfile(os.path.join(d, f))]
+    require(files, "no corpus files in %s" % ARGS.corpus)
+    bad = []
+    for path in files:
+        with open(path, "rb") as f:
+            stream = f.read()
+        d = fresh_dir("corpus")
+        with start(d, timeout=10) as c:
+            try:
+                try:
+                    c.send_raw(stream)
+                except sc.ServerClosed:
+                    pass
+                rc, _ = c.finish(10)
+            except sc.SFTPError as e:
+                bad.append("%s: %s" % (os.path.basename(path), e))
+                continue
+            if rc not in (0, 11, 255):
+                bad.append("%s: %s" % (os.path.basename(path),
+                                       exit_text(rc)))
+    log("%d streams replayed" % len(files))
+    require(not bad, "; ".join(bad))
+
+
+CHECKS = [
+    ("oversized", check_oversized),
+    ("oversized-after-requests", check_oversized_after_requests),
+    ("zero-length", check_zero_length),
+    ("max-packet", check_max_packet),
+    ("truncated", check_truncated),
+    ("huge-strings", check_huge_strings),
+    ("before-init", check_before_init),
+    ("handles-limit", check_handles_limited),
+    ("handles-after-reads", check_handles_after_reads),
+    ("handles-many", check_handles_many),
+    ("read-flood", check_read_flood),
+    ("write-flood", check_write_flood),
+    ("read-write-flood", check_read_write_flood),
+    ("eager-writer", check_eager_writer),
+    ("disconnect", check_disconnect),
+    ("unknown-types", check_unknown_types),
+    ("corpus", check_corpus),
+]
+
+
+def main():
+    global ARGS, PASSED, FAILED
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--server-args", default="")
+    ap.add_argument("--label", default="")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--only", default="*")
+    ap.add_argument("--corpus", action="append", default=[])
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ARGS = ap.parse_args()
+    ARGS.server = os.path.abspath(ARGS.server)
+    ARGS.corpus = [os.path.abspath(d) for d in ARGS.corpus]
+    if not os.access(ARGS.server, os.X_OK):
+        print("SKIP: no server at %s" % ARGS.server)
+        print("0 passed, 0 failed")
+        return 77
+    ARGS.workdir = tempfile.mkdtemp(prefix="hostile.", dir=ARGS.workdir)
+    label = "[%s] " % ARGS.label if ARGS.label else ""
+    try:
+        for name, fn in CHECKS:
+            if not fnmatch.fnmatch(name, ARGS.only):
+                continue
+            if name == "corpus" and not ARGS.corpus:
+                continue
+            t0 = time.monotonic()
+            try:
+                fn()
+            except (CheckFailed, sc.SFTPError) as e:
+                FAILED += 1
+                print("FAIL: %s%s: %s" % (label, name, e))
+                if ARGS.verbose and not isinstance(e, CheckFailed):
+                    traceback.print_exc(file=sys.stdout)
+            except Exception:  # a bug in the test is a failure too
+                FAILED += 1
+                print("FAIL: %s%s: exception" % (label, name))
+                traceback.print_exc(file=sys.stdout)
+            else:
+                PASSED += 1
+                print("PASS: %s%s (%.1f s)" % (label, name,
+                                               time.monotonic() - t0))
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(ARGS.workdir, ignore_errors=True)
+    print("%d passed, %d failed" % (PASSED, FAILED))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

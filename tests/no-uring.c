@@ -1,0 +1,118 @@
+/*
+ * no-uring: run a command with io_uring denied, as Docker 25 and later
+ * deny it in their default seccomp profile: io_uring_setup, io_uring_enter
+ * and io_uring_register fail with EPERM (or the errno given).  Everything
+ * else is allowed.  The filter is inherited across fork and exec.
+ *
+ *   no-uring [--errno=N] COMMAND [ARG]...
+ *
+ * Exit status: the command's, or 125 when the filter cannot be installed
+ * (no seccomp), 126/127 when the command cannot be run, 2 on bad usage.
+ */
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__i386__)
+#define NATIVE_ARCH AUDIT_ARCH_I386
+#elif defined(__riscv) && __riscv_xlen == 64
+#define NATIVE_ARCH AUDIT_ARCH_RISCV64
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NATIVE_ARCH AUDIT_ARCH_PPC64LE
+#elif defined(__s390x__)
+#define NATIVE_ARCH AUDIT_ARCH_S390X
+#else
+#error "no-uring: add this architecture's AUDIT_ARCH_ value"
+#endif
+
+/* The same numbers on every architecture but alpha. */
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+#ifndef __NR_io_uring_enter
+#define __NR_io_uring_enter 426
+#endif
+#ifndef __NR_io_uring_register
+#define __NR_io_uring_register 427
+#endif
+
+#define EXIT_NO_FILTER 125
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: no-uring [--errno=N] COMMAND [ARG]...\n");
+	exit(2);
+}
+
+static int install_filter(unsigned err)
+{
+	struct sock_filter code[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	             offsetof(struct seccomp_data, arch)),
+	    /* Another ABI (e.g. 32-bit code on a 64-bit kernel): leave it. */
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	             offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 3, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 2, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_RET | BPF_K,
+	             SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
+	};
+	struct sock_fprog prog = {
+	    .len = (unsigned short)(sizeof(code) / sizeof(code[0])),
+	    .filter = code,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		perror("no-uring: PR_SET_NO_NEW_PRIVS");
+		return -1;
+	}
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+		perror("no-uring: PR_SET_SECCOMP");
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long err = EPERM;
+	char *end;
+	int first = 1;
+
+	if (argc > 1 && strncmp(argv[1], "--errno=", 8) == 0) {
+		errno = 0;
+		err = strtoul(argv[1] + 8, &end, 10);
+		if (errno != 0 || *end != '\0' || err == 0 || err > 4095)
+			usage();
+		first = 2;
+	}
+	if (first >= argc || argv[first][0] == '-')
+		usage();
+	if (install_filter((unsigned)err) != 0)
+		return EXIT_NO_FILTER;
+	/* Prove the filter took before trusting it. */
+	if (syscall(__NR_io_uring_setup, 1, NULL) != -1 || errno != (int)err) {
+		fprintf(stderr, "no-uring: io_uring_setup is not denied (%s)\n",
+		        strerror(errno));
+		return EXIT_NO_FILTER;
+	}
+	execvp(argv[first], argv + first);
+	fprintf(stderr, "no-uring: %s: %s\n", argv[first], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
