@@ -277,7 +277,8 @@ static int resume_short_io(struct request *req, ssize_t n)
 			return 0;
 	}
 	req->io.offset += (uint64_t)n;
-	req->io.buf = (uint8_t *)req->io.buf + n;
+	if (req->io.buf != NULL) /* a splice has no buffer */
+		req->io.buf = (uint8_t *)req->io.buf + n;
 	req->io.len -= (size_t)n;
 	/* The slot this completion freed is ours, so this cannot be full;
 	 * if it fails anyway, the request fails rather than look done. */

@@ -743,7 +743,7 @@ static int write_output(void)
 			if (n <= 0)
 				bug("splice to the output pipe: %s",
 				    n == 0 ? "nothing moved" : strerror(errno));
-			pipes_spliced_out();
+			pipes_output_written((size_t)n);
 			queue_output_piped((size_t)n);
 		} else {
 			if ((cnt = queue_output_iov(iov, 64)) == 0)
@@ -762,6 +762,7 @@ static int write_output(void)
 			if (n <= 0)
 				bug("writev to the output pipe: %s",
 				    n == 0 ? "nothing moved" : strerror(errno));
+			pipes_output_written((size_t)n);
 			queue_output_consumed((size_t)n);
 		}
 		progress++;
