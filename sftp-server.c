@@ -33,8 +33,6 @@
  * into chunks of this size, at most INPUT_CHUNKS of them held at once. */
 #define INPUT_CHUNK (1024 * 1024)
 #define INPUT_CHUNKS 16
-/* WRITE packets at least this big are used where they were read. */
-#define ZERO_COPY_MIN (4 * 1024)
 /* Stop framing new requests while this much reply data waits. */
 #define MAX_REPLY_BYTES (8 * 1024 * 1024)
 /* Largest reply we build: a DATA of SFTP_MAX_READ_LENGTH fits well. */
@@ -126,38 +124,26 @@ static void stop_input(int status, const char *fatal)
  * room. */
 static void frame_input(void)
 {
-	struct input_chunk *chunk;
 	struct request *req;
-	const uint8_t *p;
-	size_t avail;
-	uint32_t len;
-	int in_place;
 
 	while (!input_stop && queue_has_room()) {
-		p = input_data(&avail);
-		if (avail < 4)
+		switch (input_frame(&req, MAX_REPLY_PACKET)) {
+		case FRAME_NONE:
+			return;
+		case FRAME_REQUEST:
+			queue_admit(req);
 			break;
-		len = peek_u32(p);
-		if (len > SFTP_MAX_MSG_LENGTH) {
+		case FRAME_TOO_LONG:
 			error("bad message from %s local user %s",
 			      srv.client_addr, srv.user);
 			stop_input(11, NULL);
-			break;
-		}
-		if (len == 0) {
+			return;
+		case FRAME_EMPTY:
 			stop_input(255, "process: parse: incomplete message");
-			break;
-		}
-		if (avail - 4 < len)
-			break;
-		/* A large WRITE keeps its data where it was read. */
-		in_place = p[4] == SSH2_FXP_WRITE && len >= ZERO_COPY_MIN;
-		input_take(4 + len, in_place ? &chunk : NULL);
-		req = request_new(p + 4, len, MAX_REPLY_PACKET,
-		                  in_place ? chunk : NULL);
-		if (req == NULL)
+			return;
+		default:
 			fatal_exit(255, "frame_input: out of memory");
-		queue_admit(req);
+		}
 	}
 }
 
@@ -171,21 +157,6 @@ static void setup_splice(void)
 	if (!srv.opt.no_splice && backend->can_splice())
 		(void)pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH,
 		                 STDOUT_FILENO);
-}
-
-/* Bytes still missing from the packet at the front of the input. */
-static size_t input_missing(void)
-{
-	size_t avail;
-	const uint8_t *p = input_data(&avail);
-	uint32_t len;
-
-	if (avail < 4)
-		return 4 - avail;
-	len = peek_u32(p);
-	if (len > SFTP_MAX_MSG_LENGTH || avail - 4 >= len)
-		return 0;
-	return 4 + (size_t)len - avail;
 }
 
 static int complete_packet_waiting(void)

@@ -83,7 +83,6 @@
 /* As sftp-server.c. */
 #define INPUT_CHUNK (1024 * 1024)
 #define INPUT_CHUNKS 16
-#define ZERO_COPY_MIN (4 * 1024)
 #define MAX_REPLY_PACKET (SFTP_MAX_MSG_LENGTH + 1024)
 #define WRITE_MERGE (256 * 1024)
 /* Small bounds, so back-pressure paths run often. */
@@ -619,20 +618,6 @@ static size_t io_size(void)
 	}
 }
 
-static size_t input_missing(void)
-{
-	size_t avail;
-	const uint8_t *p = input_data(&avail);
-	uint32_t len;
-
-	if (avail < 4)
-		return 4 - avail;
-	len = peek_u32(p);
-	if (len > SFTP_MAX_MSG_LENGTH || avail - 4 >= len)
-		return 0;
-	return 4 + (size_t)len - avail;
-}
-
 static int complete_packet_waiting(void)
 {
 	size_t avail;
@@ -667,34 +652,23 @@ static void read_input(void)
 	progress++;
 }
 
-/* frame_input() */
+/* frame_input(), with the library's framing */
 static void frame_input(void)
 {
-	struct input_chunk *chunk;
 	struct request *req;
-	const uint8_t *p;
-	size_t avail;
-	uint32_t len;
-	int in_place;
+	int rc;
 
 	while (!input_stop && queue_has_room()) {
-		p = input_data(&avail);
-		if (avail < 4)
+		rc = input_frame(&req, MAX_REPLY_PACKET);
+		if (rc == FRAME_NONE)
 			break;
-		len = peek_u32(p);
-		if (len > SFTP_MAX_MSG_LENGTH || len == 0) {
+		if (rc != FRAME_REQUEST) {
+			if (rc == FRAME_NOMEM)
+				bug("request_new failed");
 			input_stop = 1; /* exit 11 or 255 */
 			break;
 		}
-		if (avail - 4 < len)
-			break;
-		in_place = p[4] == SSH2_FXP_WRITE && len >= ZERO_COPY_MIN;
-		note_sent(p + 4, len);
-		input_take(4 + len, in_place ? &chunk : NULL);
-		req = request_new(p + 4, len, MAX_REPLY_PACKET,
-		                  in_place ? chunk : NULL);
-		if (req == NULL)
-			bug("request_new failed");
+		note_sent(req->packet, req->packet_len);
 		queue_admit(req);
 		progress++;
 	}
