@@ -82,20 +82,23 @@ void pipe_put(struct pipe_pair *p, size_t bytes_left)
 	num_made--;
 }
 
-/* Spliced data handed to out_fd, by file: it is that file's pages until
- * out_fd's reader has read up to end (a position in all bytes written).
- * More files at once than fit here count as "every file". */
+/* Spliced data handed to out_fd, by file and page range: those are the
+ * file's pages until out_fd's reader has read up to end (a position in all
+ * bytes written).  Ranges of one file that touch are kept as one; more
+ * ranges than fit here count as "every file". */
 #define TRANSIT_MAX 32
+#define PAGE_MASK ((uint64_t)4095)
 
 struct transit {
 	dev_t dev;
 	ino_t ino;
+	uint64_t first, last; /* page-rounded: [first, last) */
 	uint64_t end;
 };
 
 static struct transit transit[TRANSIT_MAX];
 static unsigned num_transit;
-static int transit_overflow; /* a file was not recorded: assume all */
+static int transit_overflow; /* a range was not recorded: assume all */
 static uint64_t out_total;   /* bytes written to out_fd so far */
 
 void pipes_output_written(size_t n)
@@ -103,23 +106,35 @@ void pipes_output_written(size_t n)
 	out_total += n;
 }
 
-void pipes_spliced_out(dev_t dev, ino_t ino)
+void pipes_spliced_out(dev_t dev, ino_t ino, uint64_t off, uint64_t len)
 {
+	uint64_t first = off & ~PAGE_MASK,
+	         last = (off + len + PAGE_MASK) & ~PAGE_MASK;
+	struct transit *t;
 	unsigned i;
 
-	for (i = 0; i < num_transit; i++)
-		if (transit[i].dev == dev && transit[i].ino == ino)
+	for (i = 0; i < num_transit; i++) {
+		t = &transit[i];
+		if (t->dev == dev && t->ino == ino && first <= t->last &&
+		    t->first <= last)
 			break;
+	}
 	if (i == num_transit) {
 		if (num_transit == TRANSIT_MAX) {
 			transit_overflow = 1;
 			return;
 		}
-		num_transit++;
+		t = &transit[num_transit++];
+		t->dev = dev;
+		t->ino = ino;
+		t->first = first;
+		t->last = last;
 	}
-	transit[i].dev = dev;
-	transit[i].ino = ino;
-	transit[i].end = out_total;
+	if (first < t->first)
+		t->first = first;
+	if (last > t->last)
+		t->last = last;
+	t->end = out_total;
 }
 
 /* Unread bytes in out_fd: FIONREAD counts a pipe's contents from either
@@ -168,16 +183,20 @@ int pipes_in_transit(void)
 	return num_transit > 0 || transit_overflow;
 }
 
-int pipes_file_in_transit(dev_t dev, ino_t ino)
+int pipes_range_in_transit(dev_t dev, ino_t ino, uint64_t start, uint64_t end)
 {
+	const struct transit *t;
 	unsigned i;
 
 	transit_expire();
 	if (transit_overflow)
 		return 1;
-	for (i = 0; i < num_transit; i++)
-		if (transit[i].dev == dev && transit[i].ino == ino)
+	for (i = 0; i < num_transit; i++) {
+		t = &transit[i];
+		if (t->dev == dev && t->ino == ino && start < t->last &&
+		    t->first < end)
 			return 1;
+	}
 	return 0;
 }
 

@@ -188,12 +188,14 @@ static void request_io_done(struct io_op *op);
 
 /* Spliced READ data handed to stdout is made of file pages until the
  * reader (sshd, or the client) has read it: nothing may change that file
- * meanwhile (a WRITE: the file it writes; another request: any file).
+ * meanwhile (a WRITE: the pages it writes; another request: any file).
  * The event loop looks again shortly (queue_waiting_for_reader). */
 static int reader_behind(const struct request *req)
 {
-	int behind = req->is_write ? pipes_file_in_transit(req->dev, req->ino)
-	                           : pipes_in_transit();
+	int behind = req->is_write
+	                 ? pipes_range_in_transit(req->dev, req->ino,
+	                                          req->start, req->end)
+	                 : pipes_in_transit();
 
 	if (behind)
 		waiting_for_reader = 1;
@@ -374,7 +376,7 @@ int queue_output_pipe(size_t *len)
 void queue_output_piped(size_t n)
 {
 	reply_bytes -= n;
-	pipes_spliced_out(head->dev, head->ino);
+	pipes_spliced_out(head->dev, head->ino, head->start, head->io_done);
 	head->pipe_left -= n;
 	if (head->pipe_left == 0) {
 		num_piped--;

@@ -18,6 +18,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "backend.h"
 #include "coalesce.h"
 #include "handle.h"
@@ -53,6 +57,11 @@ static void cleanup_exit(int status)
 	logit("session closed for local user %s from [%s]", srv.user,
 	      srv.client_addr);
 	backend->shutdown();
+	pipes_release_spares();
+#ifdef __SANITIZE_ADDRESS__
+	/* _exit skips LeakSanitizer's own check at exit. */
+	__lsan_do_leak_check();
+#endif
 	_exit(status);
 }
 

@@ -4,6 +4,7 @@
 #define PIPES_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct pipe_pair {
@@ -23,13 +24,14 @@ void pipe_put(struct pipe_pair *p, size_t bytes_left);
 void pipes_output_closed(void);
 /* n bytes (of any kind) were written to out_fd. */
 void pipes_output_written(size_t n);
-/* The bytes just written were spliced from this file. */
-void pipes_spliced_out(dev_t dev, ino_t ino);
+/* The bytes just written were spliced from this file, from [off, off +
+ * len) of the READ they answer. */
+void pipes_spliced_out(dev_t dev, ino_t ino, uint64_t off, uint64_t len);
 /* Spliced bytes handed to out_fd may not have been read by its reader
  * yet.  They are references to file pages, not copies, so until they are
  * read nothing may change those files: any file, or this one. */
 int pipes_in_transit(void);
-int pipes_file_in_transit(dev_t dev, ino_t ino);
+int pipes_range_in_transit(dev_t dev, ino_t ino, uint64_t start, uint64_t end);
 /* Close the spare pipes (their descriptors are wanted elsewhere). */
 void pipes_release_spares(void);
 

@@ -33,6 +33,8 @@ gives it) and misbehaves:
                   for a few seconds, then reading as it sends the rest
   eager-writer    a READ, then the WRITE flood, the client reading nothing
                   until all is sent (OpenSSH's server takes it all)
+  eager-writer-same-file  the same, the WRITEs going to the file the READ
+                  read, past the bytes it read
   disconnect      the client vanishes mid-stream (pipes and socketpair;
                   both directions at once, or stdout first): the server
                   exits without crashing, every acknowledged WRITE is in
@@ -723,6 +725,42 @@ def check_eager_writer():
         require_exit(c, 0)
 
 
+def check_eager_writer_same_file():
+    """As eager-writer, but the WRITEs go to the file the READ read, past
+    the bytes it read: the READ's data cannot change, so nothing needs to
+    wait for the client to read it."""
+    _, data = flood_file()
+    d = fresh_dir("eager-same")
+    target = os.path.join(d, "f")
+    with open(target, "wb") as f:
+        f.write(data[:FLOOD_CHUNK])
+    with start(d, timeout=60) as c:
+        c.init()
+        h = c.check_handle(c.open("f", FXF_READ | FXF_WRITE))
+        reqs = req(FXP_READ, 1, string(h) + u64(0) + u32(FLOOD_CHUNK)) + \
+            b"".join(req(FXP_WRITE, 5000 + i, string(h)
+                         + u64((i + 1) * FLOOD_CHUNK)
+                         + string(data[(i + 1) * FLOOD_CHUNK:
+                                       (i + 2) * FLOOD_CHUNK]))
+                     for i in range(FLOOD_COUNT - 1))
+        try:
+            write_noread(c, reqs, 10)
+        except sc.Timeout as e:
+            raise CheckFailed("deadlock: %s while the client had not yet "
+                              "read the READ reply" % e)
+        rep = c.expect(1, 30)
+        require(rep.type == FXP_DATA and rep.data == data[:FLOOD_CHUNK],
+                "READ: %r" % rep)
+        for i in range(FLOOD_COUNT - 1):
+            rep = c.recv(30)
+            require(rep.id == 5000 + i and rep.is_status(FX_OK),
+                    "reply %d: %r" % (i, rep))
+        c.check_ok(c.close_handle(h))
+        require_exit(c, 0)
+    with open(target, "rb") as f:
+        require(f.read() == data, "file content differs")
+
+
 def disconnect(socketpair, how):
     """The client vanishes mid-stream.  how: "both" closes stdin and stdout
     at once right after sending; "output" (pipes) stops reading first,
@@ -890,6 +928,7 @@ CHECKS = [
     ("write-flood", check_write_flood),
     ("read-write-flood", check_read_write_flood),
     ("eager-writer", check_eager_writer),
+    ("eager-writer-same-file", check_eager_writer_same_file),
     ("disconnect", check_disconnect),
     ("unknown-types", check_unknown_types),
     ("corpus", check_corpus),
