@@ -109,6 +109,8 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(o.umask_set, 0);
 	ck_assert_int_eq(o.backend, BACKEND_AUTO);
 	ck_assert_uint_eq(o.queue_depth, 64);
+	ck_assert_uint_eq(o.write_merge, 256 * 1024);
+	ck_assert_int_eq(o.no_splice, 0);
 }
 END_TEST
 
@@ -512,6 +514,31 @@ START_TEST(test_queue_depth_bounds)
 }
 END_TEST
 
+START_TEST(test_write_merge_and_splice)
+{
+	static const char *const bad[] = {"-1", "4194305", "", "1k", "x"};
+	char *off[] = {"s", "--write-merge=0", "--no-splice", NULL};
+	char *high[] = {"s", "--write-merge", "4194304", NULL};
+	struct options o;
+	size_t i;
+
+	ck_assert_int_eq(parse(&o, off), OPTIONS_RUN);
+	ck_assert_uint_eq(o.write_merge, 0);
+	ck_assert_int_eq(o.no_splice, 1);
+	ck_assert_int_eq(parse(&o, high), OPTIONS_RUN);
+	ck_assert_uint_eq(o.write_merge, 4194304);
+	ck_assert_int_eq(o.no_splice, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char arg[64];
+		char *argv[] = {"s", arg, NULL};
+
+		snprintf(arg, sizeof(arg), "--write-merge=%s", bad[i]);
+		ck_assert_msg(exit_status_of(argv) == 1,
+		              "--write-merge=%s accepted", bad[i]);
+	}
+}
+END_TEST
+
 /* Expansion failures are logged; keep the test output clean. */
 static void quiet_log(void)
 {
@@ -819,6 +846,7 @@ int main(void)
 	tcase_add_test(opts, test_reentrant);
 	tcase_add_test(opts, test_backend_option);
 	tcase_add_test(opts, test_queue_depth_bounds);
+	tcase_add_test(opts, test_write_merge_and_splice);
 	tcase_add_test(opts, test_name_in_list);
 	suite_add_tcase(s, opts);
 
