@@ -29,9 +29,9 @@ int log_get_level(void);
 void log_set_stderr_fd(int fd);
 
 void log_msg(int level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void log_vmsg(int level, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
+    __attribute__((format(printf, 2, 0)));
 
 #define logit(...) log_msg(LOG_LEVEL_INFO, __VA_ARGS__)
 #define verbose(...) log_msg(LOG_LEVEL_VERBOSE, __VA_ARGS__)
@@ -42,7 +42,7 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 
 /* Log at FATAL and exit with status. */
 void fatal_exit(int status, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3), noreturn));
+    __attribute__((format(printf, 2, 3), noreturn));
 /* Called before a fatal exit (closes handles, logs the session end);
  * set by main. */
 void log_set_cleanup(void (*fn)(int status));

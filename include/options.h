@@ -8,17 +8,17 @@
 enum backend_choice { BACKEND_AUTO = 0, BACKEND_URING, BACKEND_PLAIN };
 
 struct options {
-	int log_level;        /* enum log_level */
-	int log_facility;     /* syslog LOG_* facility */
-	int log_stderr;       /* -e */
-	int readonly;         /* -R */
-	char *start_dir;      /* -d, expanded (%d %u %U %% ~) */
-	char *denied;         /* -P list as given */
-	char *allowed;        /* -p list as given */
+	int log_level;    /* enum log_level */
+	int log_facility; /* syslog LOG_* facility */
+	int log_stderr;   /* -e */
+	int readonly;     /* -R */
+	char *start_dir;  /* -d, expanded (%d %u %U %% ~) */
+	char *denied;     /* -P list as given */
+	char *allowed;    /* -p list as given */
 	int umask_set;
-	unsigned umask_value; /* -u */
+	unsigned umask_value;        /* -u */
 	enum backend_choice backend; /* --backend=uring|plain|auto */
-	unsigned queue_depth; /* --queue-depth=N: requests in flight */
+	unsigned queue_depth;        /* --queue-depth=N: requests in flight */
 	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
 	int no_splice;        /* --no-splice: copy READ data, never splice */
 };
@@ -30,13 +30,13 @@ struct options {
 /* Parse argv as sftp-server does.  user/home/uid are for -d expansion.
  * Prints usage and exits 1 on bad options, exits like OpenSSH on fatal
  * ones.  Returns OPTIONS_RUN or OPTIONS_EXIT_OK. */
-int parse_options(struct options *o, int argc, char **argv,
-		  const char *user, const char *home, unsigned long uid);
+int parse_options(struct options *o, int argc, char **argv, const char *user,
+                  const char *home, unsigned long uid);
 
 /* Expand %d, %u, %U, %% and a leading ~ / ~user in a -d argument.
  * Returns a malloc'd string, or NULL if the expansion fails. */
 char *expand_start_dir(const char *arg, const char *user, const char *home,
-		       unsigned long uid);
+                       unsigned long uid);
 
 /* OpenSSH's match_list of the short names: exact, case-sensitive,
  * comma-separated.  Returns 1 if name is in list. */

@@ -50,5 +50,4 @@ int queue_output_pipe(size_t *len);
 void queue_output_piped(size_t n);
 size_t queue_output_bytes(void);
 
-
 #endif
