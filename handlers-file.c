@@ -454,12 +454,24 @@ static int put_dir_entry(struct request *req, const char *dir, const char *name,
 	return 1;
 }
 
+/* The fine-grained clock: file times may be fine-grained too (multigrain
+ * timestamps), so time(2)'s coarse clock can be a second behind a file
+ * just changed, which would print it with a year instead of a time. */
+static time_t wall_clock_now(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return time(NULL);
+	return ts.tv_sec;
+}
+
 int process_readdir(struct request *req)
 {
 	struct dirent *dp;
 	struct handle *h;
 	uint32_t count = 0;
-	time_t now = time(NULL);
+	time_t now = wall_clock_now();
 	int idx;
 
 	if (handle_parse(&req->body, &idx) != BUF_OK)
