@@ -125,10 +125,14 @@ class Norm:
     def longname(self, ln, a):
         ln = self.sub(ln)
         if "mtime" in a and is_recent(a["mtime"]):
-            d = time.strftime("%b %e %H:%M",
-                              time.localtime(a["mtime"])).encode()
-            if d in ln:
-                ln = ln.replace(d, b"<DATE>", 1)
+            # A file changed this second may print with its year when the
+            # server's clock reads a little behind the file's time (both
+            # servers can hit this); either form is its date.
+            for fmt in ("%b %e %H:%M", "%b %e  %Y"):
+                d = time.strftime(fmt, time.localtime(a["mtime"])).encode()
+                if d in ln:
+                    ln = ln.replace(d, b"<DATE>", 1)
+                    break
         return ln
 
     def entry(self, e):
