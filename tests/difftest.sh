@@ -25,26 +25,12 @@ for i in "${!PASS_NAMES[@]}"; do
 		${DIFFTEST_ONLY:+--only "$DIFFTEST_ONLY"} \
 		>"$WORK/out.$i" 2>&1 || rc=$?
 	cat "$WORK/out.$i"
-	line=$(tail -n 1 "$WORK/out.$i")
-	case $line in
-	*" passed, "*" failed")
-		p=${line%% passed,*}
-		f=${line#*passed, }
-		f=${f%% failed}
-		;;
-	*)
-		p=0
-		f=1
-		;;
-	esac
 	if [ "$rc" = 77 ]; then
 		skip_all "difftest.py could not run"
 	fi
-	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
-		f=1
-	fi
-	total_p=$((total_p + p))
-	total_f=$((total_f + f))
+	read_counts "$WORK/out.$i" "$rc" difftest.py
+	total_p=$((total_p + P))
+	total_f=$((total_f + F))
 done
 N_PASSED=$total_p
 N_FAILED=$total_f

@@ -19,6 +19,8 @@ set -eu
 
 : "${PYTHON3:=/usr/bin/python3}"
 TESTS_DIR=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$TESTS_DIR/lib.sh" # for read_counts
 : "${SERVER:=$TESTS_DIR/../uring-sftp-server}"
 case $SERVER in
 /*) ;;
@@ -99,24 +101,9 @@ for backend in ${BACKENDS:-uring plain}; do
 			--workdir="$WORK/w" --seed="${FULLFS_SEED:-4}" \
 			${fs_args[@]+"${fs_args[@]}"} >"$out" 2>&1 || rc=$?
 		cat "$out"
-		line=$(tail -n 1 "$out")
-		case $line in
-		*" passed, "*" failed")
-			p=${line%% passed,*}
-			f=${line#*passed, }
-			f=${f%% failed}
-			;;
-		*)
-			p=0
-			f=1
-			;;
-		esac
-		if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
-			echo "FAIL: fullfs.py exited $rc"
-			f=1
-		fi
-		total_p=$((total_p + p))
-		total_f=$((total_f + f))
+		read_counts "$out" "$rc" fullfs.py
+		total_p=$((total_p + P))
+		total_f=$((total_f + F))
 		ran=$((ran + 1))
 	done
 done

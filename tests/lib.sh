@@ -157,6 +157,30 @@ is_openssh_server() {
 	[ "$(readlink -f "$SERVER")" = "$(readlink -f "$OPENSSH_SFTP_SERVER")" ]
 }
 
+# read_counts FILE RC NAME: P and F from the "N passed, N failed" line that
+# FILE (a sub-test's output) ends with.  No such line, or a non-zero exit
+# status RC with no failure counted, is one failure.
+# shellcheck disable=SC2034 # P and F are for the caller
+read_counts() {
+	local line
+	line=$(tail -n 1 "$1")
+	case $line in
+	*" passed, "*" failed")
+		P=${line%% passed,*}
+		F=${line#*passed, }
+		F=${F%% failed}
+		;;
+	*)
+		P=0
+		F=1
+		;;
+	esac
+	if [ "$2" != 0 ] && [ "$F" = 0 ]; then
+		echo "FAIL: $3 exited $2"
+		F=1
+	fi
+}
+
 # setup_passes: PASS_NAMES[i] and PASS_ARGS[i] (a string of extra server
 # arguments) for each pass: the io_uring and plain back ends, and "copy",
 # io_uring with READ data copied (no splice) and no write merging, so the

@@ -12,6 +12,8 @@ set -eu
 
 : "${PYTHON3:=/usr/bin/python3}"
 TESTS_DIR=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$TESTS_DIR/lib.sh" # for read_counts
 : "${SERVER:=$TESTS_DIR/../uring-sftp-server}"
 case $SERVER in
 /*) ;;
@@ -73,24 +75,9 @@ for backend in ${BACKENDS:-uring plain}; do
 			--seed-base="${MODEL_SEED_BASE:-1}" \
 			--requests="${MODEL_REQUESTS:-2000}" >"$out" 2>&1 || rc=$?
 		cat "$out"
-		line=$(tail -n 1 "$out")
-		case $line in
-		*" passed, "*" failed")
-			p=${line%% passed,*}
-			f=${line#*passed, }
-			f=${f%% failed}
-			;;
-		*)
-			p=0
-			f=1
-			;;
-		esac
-		if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
-			echo "FAIL: model.py exited $rc"
-			f=1
-		fi
-		total_p=$((total_p + p))
-		total_f=$((total_f + f))
+		read_counts "$out" "$rc" model.py
+		total_p=$((total_p + P))
+		total_f=$((total_f + F))
 		ran=$((ran + 1))
 	done
 done
