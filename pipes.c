@@ -11,8 +11,6 @@
 
 #include "pipes.h"
 
-#define PIPES_SPARE 8
-
 static struct pipe_pair *spare;
 static unsigned num_spare, num_made, max_pipes;
 static size_t pipe_capacity;
@@ -71,9 +69,11 @@ int pipe_get(struct pipe_pair *p)
 
 void pipe_put(struct pipe_pair *p, size_t bytes_left)
 {
-	/* A few spares are enough for a stream of READs; each holds two
-	 * descriptors that OPEN may need. */
-	if (bytes_left == 0 && num_spare < PIPES_SPARE) {
+	/* Keep every empty pipe: a download at full depth uses one per READ
+	 * in flight, and making a pipe (pipe2, F_SETPIPE_SZ, two closes
+	 * later) cost more than the splices it serves.  OPEN and OPENDIR
+	 * take the descriptors back when they run short (EMFILE). */
+	if (bytes_left == 0) {
 		spare[num_spare++] = *p;
 		return;
 	}
