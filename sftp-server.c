@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -41,9 +42,12 @@
 #define MAX_REPLY_BYTES (8 * 1024 * 1024)
 /* Largest reply we build: a DATA of SFTP_MAX_READ_LENGTH fits well. */
 #define MAX_REPLY_PACKET (SFTP_MAX_MSG_LENGTH + 1024)
-/* Ask the kernel for bigger pipes; sshd drains 32 KiB at a time. */
+/* Ask the kernel for bigger pipes and socket buffers; sshd drains 32 KiB
+ * at a time. */
 #define PIPE_SIZE (1024 * 1024)
 #define MAX_IOV 64
+/* Replies waiting on a full stdout that keep it busy for a while. */
+#define OUTPUT_BACKLOG (1024 * 1024)
 
 static int input_eof;          /* stdin returned 0 */
 static int output_gone;        /* stdout's reader left: replies are dropped */
@@ -90,6 +94,12 @@ static void tune_stdio(int fd)
 		return;
 	if (S_ISFIFO(st.st_mode))
 		(void)fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+	/* A local socket's writer is woken once three quarters of its send
+	 * buffer are free: a bigger one means fewer, larger turns (capped
+	 * by net.core.wmem_max). */
+	if (S_ISSOCK(st.st_mode) && fd == STDOUT_FILENO)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){PIPE_SIZE},
+		                 sizeof(int));
 	/* Non-blocking only on pipes and sockets: never on someone's tty. */
 	if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
 	    (flags = fcntl(fd, F_GETFL)) != -1)
@@ -325,28 +335,46 @@ static int finished(void)
 	return input_eof && !complete_packet_waiting();
 }
 
+/* Read stdin this turn?  Not while a full stdout still has a backlog of
+ * replies: new requests could not be answered any sooner, and waking for
+ * each one as the client sends it (one per reply it reads) costs a sleep
+ * and a wake-up apiece.  Once stdout takes more, the requests that came
+ * meanwhile are read in one go. */
+static int want_input(int out_blocked)
+{
+	size_t room;
+
+	if (input_eof || input_stop || input_room(&room) == NULL)
+		return 0;
+	return !out_blocked || queue_output_bytes() < OUTPUT_BACKLOG;
+}
+
 static void serve(void)
 {
 	struct pollfd pfd[3];
-	int nfds, timeout, ring_fd, out_blocked;
+	int nfds, timeout, ring_fd, out_blocked = 0, i;
 	unsigned before;
-	size_t room;
 
 	for (;;) {
 		frame_input();
 		queue_dispatch(more_input_ready());
-		before = queue_count();
-		out_blocked = write_output();
-		/* Replies that went out may have made room for input already
-		 * read, or unblocked a request: go round before sleeping. */
-		if (queue_count() < before)
-			continue;
+		/* A full stdout is tried again only once poll says it has
+		 * room. */
+		if (!out_blocked) {
+			before = queue_count();
+			out_blocked = write_output();
+			/* Replies that went out may have made room for input
+			 * already read, or unblocked a request: go round before
+			 * sleeping. */
+			if (queue_count() < before)
+				continue;
+		}
 		if (finished())
 			break;
 
 		nfds = 0;
 		timeout = queue_waiting_for_reader() ? 1 : -1;
-		if (!input_eof && !input_stop && input_room(&room) != NULL)
+		if (want_input(out_blocked))
 			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
 		if (out_blocked)
 			pfd[nfds++] =
@@ -365,8 +393,14 @@ static void serve(void)
 			error("poll: %s", strerror(errno));
 			cleanup_exit(2);
 		}
-		if (nfds > 0 && pfd[0].fd == STDIN_FILENO && pfd[0].revents)
-			read_input();
+		for (i = 0; i < nfds; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			if (pfd[i].fd == STDIN_FILENO)
+				read_input();
+			else if (pfd[i].fd == STDOUT_FILENO)
+				out_blocked = 0; /* room, or an error to see */
+		}
 		reap_completions();
 	}
 	if (queue_fatal_status() != 0)
