@@ -10,8 +10,8 @@
 
 #include "backend.h"
 
-static struct io_op *done_head, *done_tail;
-static unsigned done_count, max_depth;
+static struct io_done_list finished;
+static unsigned max_depth;
 
 static int plain_init(unsigned depth)
 {
@@ -61,16 +61,10 @@ static ssize_t plain_run(struct io_op *op)
 
 static int plain_submit(struct io_op *op)
 {
-	if (done_count >= max_depth)
+	if (finished.count >= max_depth)
 		return -EBUSY;
 	op->result = plain_run(op);
-	op->next = NULL;
-	if (done_tail != NULL)
-		done_tail->next = op;
-	else
-		done_head = op;
-	done_tail = op;
-	done_count++;
+	io_done_push(&finished, op);
 	return 0;
 }
 
@@ -86,22 +80,13 @@ static int plain_completion_fd(void)
 
 static int plain_reap(struct io_op **done, int max, int wait)
 {
-	int n = 0;
-
 	(void)wait; /* everything submitted is already finished */
-	while (n < max && done_head != NULL) {
-		done[n++] = done_head;
-		done_head = done_head->next;
-		done_count--;
-	}
-	if (done_head == NULL)
-		done_tail = NULL;
-	return n;
+	return io_done_pop(&finished, done, max);
 }
 
 static unsigned plain_in_flight(void)
 {
-	return done_count;
+	return finished.count;
 }
 
 static int plain_can_splice(void)

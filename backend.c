@@ -74,3 +74,28 @@ int io_reap_ready(void)
 	}
 	return n < 0 ? n : total;
 }
+
+void io_done_push(struct io_done_list *list, struct io_op *op)
+{
+	op->next = NULL;
+	if (list->tail != NULL)
+		list->tail->next = op;
+	else
+		list->head = op;
+	list->tail = op;
+	list->count++;
+}
+
+int io_done_pop(struct io_done_list *list, struct io_op **done, int max)
+{
+	int n = 0;
+
+	while (n < max && list->head != NULL) {
+		done[n++] = list->head;
+		list->head = list->head->next;
+		list->count--;
+	}
+	if (list->head == NULL)
+		list->tail = NULL;
+	return n;
+}

@@ -305,12 +305,13 @@ static int write_output(void)
 	}
 }
 
-static void reap_completions(void)
+static int reap_completions(void)
 {
 	int rc = io_reap_ready();
 
 	if (rc < 0)
 		fatal_exit(1, "I/O completion: %s", strerror(-rc));
+	return rc;
 }
 
 /* More requests are about to arrive: bytes wait in stdin and we will
@@ -358,6 +359,11 @@ static void serve(void)
 	for (;;) {
 		frame_input();
 		queue_dispatch(more_input_ready());
+		/* What the back end did at once (writes; everything, for the
+		 * plain one) is answered this turn, and what it unblocks
+		 * started. */
+		if (reap_completions() > 0)
+			continue;
 		/* A full stdout is tried again only once poll says it has
 		 * room. */
 		if (!out_blocked) {
@@ -401,7 +407,6 @@ static void serve(void)
 			else if (pfd[i].fd == STDOUT_FILENO)
 				out_blocked = 0; /* room, or an error to see */
 		}
-		reap_completions();
 	}
 	if (queue_fatal_status() != 0)
 		fatal_exit(queue_fatal_status(), "%s", queue_fatal_message());

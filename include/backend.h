@@ -37,7 +37,6 @@ struct io_op {
 	void (*done)(struct io_op *op);
 	void *owner;        /* the submitter's, untouched by the back end */
 	struct io_op *next; /* back-end private */
-	int done_inline;    /* back-end private */
 };
 
 struct io_backend {
@@ -61,6 +60,17 @@ struct io_backend {
 	int (*can_splice)(void);
 	void (*shutdown)(void);
 };
+
+/* Operations a back end finished at submit time, in order, until they are
+ * reaped: both back ends run some system calls inline. */
+struct io_done_list {
+	struct io_op *head, *tail;
+	unsigned count;
+};
+
+void io_done_push(struct io_done_list *list, struct io_op *op);
+/* Move up to max of them into done[]; returns how many. */
+int io_done_pop(struct io_done_list *list, struct io_op **done, int max);
 
 extern const struct io_backend plain_backend;
 extern const struct io_backend uring_backend;
