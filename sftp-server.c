@@ -29,6 +29,7 @@
 #include "input.h"
 #include "log.h"
 #include "options.h"
+#include "outpace.h"
 #include "pipes.h"
 #include "queue.h"
 #include "server.h"
@@ -250,6 +251,12 @@ static void drop_output(void)
 	}
 }
 
+static void output_written(size_t n)
+{
+	pipes_output_written(n);
+	stdout_pace_written(n);
+}
+
 /* Move the head reply's data from its pipe to stdout: no copy.  Returns 1
  * when stdout is full. */
 static int splice_output(int pipe_rd, size_t len)
@@ -265,7 +272,7 @@ static int splice_output(int pipe_rd, size_t len)
 		output_failed(n);
 		return 0;
 	}
-	pipes_output_written((size_t)n);
+	output_written((size_t)n);
 	queue_output_piped((size_t)n);
 	return 0;
 }
@@ -300,7 +307,7 @@ static int write_output(void)
 			output_failed(n);
 			continue;
 		}
-		pipes_output_written((size_t)n);
+		output_written((size_t)n);
 		queue_output_consumed((size_t)n);
 	}
 }
@@ -353,7 +360,9 @@ static int want_input(int out_blocked)
 static void serve(void)
 {
 	struct pollfd pfd[3];
-	int nfds, timeout, ring_fd, out_blocked = 0, i;
+	struct timespec pause, *timeout;
+	int nfds, ring_fd, out_blocked = 0, out_paced, i;
+	int64_t wait_ns;
 	unsigned before;
 
 	for (;;) {
@@ -365,7 +374,7 @@ static void serve(void)
 		if (reap_completions() > 0)
 			continue;
 		/* A full stdout is tried again only once poll says it has
-		 * room. */
+		 * room, or after a paced pause. */
 		if (!out_blocked) {
 			before = queue_count();
 			out_blocked = write_output();
@@ -379,26 +388,43 @@ static void serve(void)
 			break;
 
 		nfds = 0;
-		timeout = queue_waiting_for_reader() ? 1 : -1;
+		timeout = NULL;
+		wait_ns = queue_waiting_for_reader() ? 1000000 : -1;
+		out_paced = 0;
 		if (want_input(out_blocked))
 			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
-		if (out_blocked)
-			pfd[nfds++] =
-			    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
+		if (out_blocked) {
+			int64_t pace = stdout_pace_wait();
+
+			if (pace > 0 && (wait_ns < 0 || pace < wait_ns)) {
+				wait_ns = pace;
+				out_paced = 1;
+			} else if (pace == 0) {
+				pfd[nfds++] =
+				    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
+			}
+		}
 		if (backend->in_flight() > 0) {
 			ring_fd = backend->completion_fd();
 			if (ring_fd >= 0)
 				pfd[nfds++] =
 				    (struct pollfd){ring_fd, POLLIN, 0};
 			else
-				timeout = 0;
+				wait_ns = 0;
 		}
-		if (poll(pfd, nfds, timeout) == -1) {
+		if (wait_ns >= 0) {
+			pause.tv_sec = wait_ns / 1000000000;
+			pause.tv_nsec = wait_ns % 1000000000;
+			timeout = &pause;
+		}
+		if (ppoll(pfd, (nfds_t)nfds, timeout, NULL) == -1) {
 			if (errno == EINTR)
 				continue;
 			error("poll: %s", strerror(errno));
 			cleanup_exit(2);
 		}
+		if (out_paced)
+			out_blocked = 0;
 		for (i = 0; i < nfds; i++) {
 			if (pfd[i].revents == 0)
 				continue;
@@ -459,6 +485,7 @@ int main(int argc, char **argv)
 	set_handle_limit();
 	tune_stdio(STDIN_FILENO);
 	tune_stdio(STDOUT_FILENO);
+	stdout_pace_init(STDOUT_FILENO);
 	if ((rc = backend_start(srv.opt.backend, srv.opt.queue_depth)) != 0)
 		fatal_exit(1, "cannot start the %s back end: %s",
 		           srv.opt.backend == BACKEND_URING ? "io_uring"

@@ -1,0 +1,38 @@
+/* Pacing writes into a pipe stdout.  A pipe's writer is woken as soon as
+ * one slot is free, so a writer that keeps it full wakes once per read of
+ * its reader: sshd reads 32 KiB at a time, and each of our wake-ups (a
+ * context switch, a poll, a splice or two) cost more than the data it
+ * moved.  Instead, when stdout is full and its reader drains it at a known
+ * rate, we sleep until about a quarter of it is left. */
+#ifndef OUTPACE_H
+#define OUTPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct outpace {
+	size_t capacity;        /* the pipe's size; 0: not a pipe, no pacing */
+	uint64_t last_consumed; /* bytes its reader had read at last_ns */
+	int64_t last_ns;        /* 0: no sample yet */
+	double rate;            /* bytes per ns, smoothed; 0: unknown */
+};
+
+/* Longest pause: a reader slower than this drains a quarter of the pipe
+ * slowly enough that waking at its first read costs little. */
+#define OUTPACE_MAX_WAIT_NS 2000000
+/* A sample this old says nothing about the current rate. */
+#define OUTPACE_STALE_NS 100000000
+
+/* The decision, from a fresh sample: written = all bytes written to the
+ * pipe, unread = bytes in it now, at now_ns.  Returns how long to sleep
+ * before writing again, or 0 to wait for room (POLLOUT) instead. */
+int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
+                     int64_t now_ns);
+
+/* stdout's own: set up from fd (any kind), then count what is written and
+ * ask when it is full. */
+void stdout_pace_init(int fd);
+void stdout_pace_written(size_t n);
+int64_t stdout_pace_wait(void);
+
+#endif

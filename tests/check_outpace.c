@@ -1,0 +1,178 @@
+/* Unit tests of stdout pacing: when to sleep instead of waiting for the
+ * first free slot of a full pipe. */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "outpace.h"
+
+#define KiB 1024
+#define MiB (1024 * 1024)
+#define MS 1000000 /* ns */
+
+/* A 1 MiB pipe, full at t = 1 s, whose reader took the first MiB. */
+static struct outpace full_pipe(void)
+{
+	struct outpace p = {.capacity = MiB};
+
+	ck_assert_int_eq(outpace_wait(&p, 2 * MiB, MiB, 1000 * (int64_t)MS),
+	                 0); /* no rate known yet: wait for room */
+	return p;
+}
+
+START_TEST(test_not_a_pipe_is_never_paced)
+{
+	struct outpace p = {.capacity = 0};
+
+	ck_assert_int_eq(outpace_wait(&p, MiB, MiB, MS), 0);
+	ck_assert_int_eq(outpace_wait(&p, 2 * MiB, MiB, 2 * MS), 0);
+}
+END_TEST
+
+START_TEST(test_steady_reader_sets_the_pause)
+{
+	struct outpace p = full_pipe();
+	int64_t wait;
+
+	/* 1 MiB read in 1 ms, refilled to full: sleep until a quarter is
+	 * left, 768 KiB at 1 MiB/ms. */
+	wait = outpace_wait(&p, 3 * MiB, MiB, 1001 * (int64_t)MS);
+	ck_assert_int_ge(wait, 749 * 1000);
+	ck_assert_int_le(wait, 751 * 1000);
+	/* Half full at the same rate: half as long... */
+	wait = outpace_wait(&p, 3 * MiB + 512 * KiB, 512 * KiB,
+	                    1002 * (int64_t)MS);
+	ck_assert_int_ge(wait, 249 * 1000);
+	ck_assert_int_le(wait, 251 * 1000);
+	/* ...and no pause once only a quarter is left. */
+	ck_assert_int_eq(
+	    outpace_wait(&p, 4 * MiB, 256 * KiB, 1003 * (int64_t)MS), 0);
+}
+END_TEST
+
+START_TEST(test_slow_reader_is_waited_for)
+{
+	struct outpace p = full_pipe();
+
+	/* 10 KiB in 1 ms: the pause would be 77 ms; room is awaited. */
+	ck_assert_int_eq(
+	    outpace_wait(&p, 2 * MiB + 10 * KiB, MiB, 1001 * (int64_t)MS), 0);
+}
+END_TEST
+
+START_TEST(test_stalled_reader_ends_the_pacing)
+{
+	struct outpace p = full_pipe();
+	int64_t t = 1001 * (int64_t)MS;
+	int paused = 0;
+
+	ck_assert_int_gt(outpace_wait(&p, 3 * MiB, MiB, t), 0);
+	/* The reader stops: its rate decays, and within a few samples the
+	 * pause would exceed the longest one, so room is awaited. */
+	for (int i = 0; i < 8; i++) {
+		t += MS;
+		if (outpace_wait(&p, 3 * MiB, MiB, t) > 0)
+			paused++;
+	}
+	ck_assert_int_lt(paused, 8);
+	ck_assert_int_eq(outpace_wait(&p, 3 * MiB, MiB, t + MS), 0);
+}
+END_TEST
+
+START_TEST(test_old_sample_is_forgotten)
+{
+	struct outpace p = full_pipe();
+
+	ck_assert_int_gt(outpace_wait(&p, 3 * MiB, MiB, 1001 * (int64_t)MS), 0);
+	/* A second later: what the reader did meanwhile says nothing about
+	 * its rate now. */
+	ck_assert_int_eq(outpace_wait(&p, 40 * MiB, MiB, 2001 * (int64_t)MS),
+	                 0);
+}
+END_TEST
+
+static void write_all(int fd, size_t n)
+{
+	static char buf[64 * KiB];
+	ssize_t w;
+
+	for (; n > 0; n -= (size_t)w) {
+		w = write(fd, buf, n < sizeof(buf) ? n : sizeof(buf));
+		ck_assert_int_gt(w, 0);
+		stdout_pace_written((size_t)w);
+	}
+}
+
+static void read_all(int fd, size_t n)
+{
+	static char buf[64 * KiB];
+	ssize_t r;
+
+	for (; n > 0; n -= (size_t)r) {
+		r = read(fd, buf, n < sizeof(buf) ? n : sizeof(buf));
+		ck_assert_int_gt(r, 0);
+	}
+}
+
+START_TEST(test_stdout_pipe_is_measured)
+{
+	int fds[2], saved = dup(STDOUT_FILENO), size, attempt;
+	int64_t wait = 0;
+
+	/* stdout_pace_* look at the real pipe (FIONREAD, the clock). */
+	ck_assert_int_eq(pipe(fds), 0);
+	size = fcntl(fds[1], F_SETPIPE_SZ, MiB);
+	if (size < MiB)
+		size = fcntl(fds[1], F_GETPIPE_SZ);
+	ck_assert_int_ge(dup2(fds[1], STDOUT_FILENO), 0);
+	stdout_pace_init(STDOUT_FILENO);
+	write_all(STDOUT_FILENO, (size_t)size);
+	ck_assert_int_eq(stdout_pace_wait(), 0); /* first sample */
+	/* A fast reader: the whole pipe read at once, refilled at once.  The
+	 * pause is three quarters of the time that took; a few tries, in case
+	 * this process was descheduled in between for longer than that. */
+	for (attempt = 0; attempt < 5 && wait == 0; attempt++) {
+		read_all(fds[0], (size_t)size);
+		write_all(STDOUT_FILENO, (size_t)size);
+		wait = stdout_pace_wait();
+	}
+	ck_assert_int_gt(wait, 0);
+	ck_assert_int_le(wait, OUTPACE_MAX_WAIT_NS);
+	/* Then slow: 4 KiB per 5 ms.  The smoothed rate halves with each
+	 * sample, and soon room is awaited instead of a pause. */
+	for (attempt = 0; attempt < 8 && wait > 0; attempt++) {
+		read_all(fds[0], 4 * KiB);
+		usleep(5000);
+		wait = stdout_pace_wait();
+	}
+	ck_assert_int_eq(wait, 0);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("outpace");
+	TCase *tc = tcase_create("pacing");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_not_a_pipe_is_never_paced);
+	tcase_add_test(tc, test_steady_reader_sets_the_pause);
+	tcase_add_test(tc, test_slow_reader_is_waited_for);
+	tcase_add_test(tc, test_stalled_reader_ends_the_pacing);
+	tcase_add_test(tc, test_old_sample_is_forgotten);
+	tcase_add_test(tc, test_stdout_pipe_is_measured);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
