@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <time.h>
 
 #include "outpace.h"
@@ -35,9 +36,27 @@ int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
 	return wait > OUTPACE_MAX_WAIT_NS ? 0 : (int64_t)wait;
 }
 
+void outpace_woke(struct outpace *p, uint64_t unread)
+{
+	/* The next pauses are shorter; samples set the rate right again. */
+	if (unread < p->capacity / 8)
+		p->rate *= 2;
+}
+
 static struct outpace stdout_pace;
 static uint64_t stdout_written;
 static int stdout_fd = -1;
+
+/* May this process run on more than one CPU?  If not, stdout's reader
+ * most likely shares ours and runs only while we sleep: a longer sleep
+ * only leaves the CPU idle once the reader has drained the pipe. */
+static int several_cpus(void)
+{
+	cpu_set_t set;
+
+	return sched_getaffinity(0, sizeof(set), &set) == 0 &&
+	       CPU_COUNT(&set) > 1;
+}
 
 void stdout_pace_init(int fd)
 {
@@ -45,7 +64,7 @@ void stdout_pace_init(int fd)
 	int size;
 
 	stdout_fd = fd;
-	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && several_cpus() &&
 	    (size = fcntl(fd, F_GETPIPE_SZ)) > 0)
 		stdout_pace.capacity = (size_t)size;
 }
@@ -55,15 +74,34 @@ void stdout_pace_written(size_t n)
 	stdout_written += n;
 }
 
-int64_t stdout_pace_wait(void)
+static int stdout_sample(uint64_t *unread, int64_t *now_ns)
 {
 	struct timespec now;
-	int unread = 0;
+	int n = 0;
 
-	if (stdout_pace.capacity == 0 ||
-	    ioctl(stdout_fd, FIONREAD, &unread) == -1 || unread < 0 ||
-	    clock_gettime(CLOCK_MONOTONIC, &now) == -1)
+	if (stdout_pace.capacity == 0 || ioctl(stdout_fd, FIONREAD, &n) == -1 ||
+	    n < 0 || clock_gettime(CLOCK_MONOTONIC, &now) == -1)
+		return -1;
+	*unread = (uint64_t)n;
+	*now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	return 0;
+}
+
+int64_t stdout_pace_wait(void)
+{
+	uint64_t unread;
+	int64_t now;
+
+	if (stdout_sample(&unread, &now) == -1)
 		return 0;
-	return outpace_wait(&stdout_pace, stdout_written, (uint64_t)unread,
-	                    (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+	return outpace_wait(&stdout_pace, stdout_written, unread, now);
+}
+
+void stdout_pace_woke(void)
+{
+	uint64_t unread;
+	int64_t now;
+
+	if (stdout_sample(&unread, &now) == 0)
+		outpace_woke(&stdout_pace, unread);
 }

@@ -47,8 +47,12 @@
  * at a time. */
 #define PIPE_SIZE (1024 * 1024)
 #define MAX_IOV 64
-/* Replies waiting on a full stdout that keep it busy for a while. */
+/* Replies waiting on a full stdout that keep it busy for a while; while
+ * they do, stdin is read only once this much waits in it, looked at every
+ * 10 ms. */
 #define OUTPUT_BACKLOG (1024 * 1024)
+#define INPUT_BACKUP (64 * 1024)
+#define HELD_INPUT_RECHECK_NS 10000000
 
 static int input_eof;          /* stdin returned 0 */
 static int output_gone;        /* stdout's reader left: replies are dropped */
@@ -343,26 +347,96 @@ static int finished(void)
 	return input_eof && !complete_packet_waiting();
 }
 
+/* Is a client's writing to us backing up?  Then it may be blocked, and
+ * not reading what we wrote until it can write: read it whatever else
+ * waits. */
+static int input_backing_up(void)
+{
+	int avail = 0;
+
+	return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 &&
+	       avail >= INPUT_BACKUP;
+}
+
 /* Read stdin this turn?  Not while a full stdout still has a backlog of
  * replies: new requests could not be answered any sooner, and waking for
  * each one as the client sends it (one per reply it reads) costs a sleep
  * and a wake-up apiece.  Once stdout takes more, the requests that came
- * meanwhile are read in one go. */
-static int want_input(int out_blocked)
+ * meanwhile are read in one go.  Sets *held when input is held back so:
+ * the caller must look again soon. */
+static int want_input(int out_blocked, int *held)
 {
 	size_t room;
 
+	*held = 0;
 	if (input_eof || input_stop || input_room(&room) == NULL)
 		return 0;
-	return !out_blocked || queue_output_bytes() < OUTPUT_BACKLOG;
+	if (!out_blocked || queue_output_bytes() < OUTPUT_BACKLOG ||
+	    input_backing_up())
+		return 1;
+	*held = 1;
+	return 0;
+}
+
+/* Sleep until there is something to do: input to read, room in stdout,
+ * I/O completions, the end of a paced pause or of a wait for stdout's
+ * reader.  Clears *out_blocked when stdout should be tried again. */
+static void wait_for_events(int *out_blocked)
+{
+	struct pollfd pfd[3];
+	struct timespec pause, *timeout = NULL;
+	int nfds = 0, ring_fd, paced = 0, held, i;
+	int64_t wait_ns = queue_waiting_for_reader() ? 1000000 : -1, pace;
+
+	if (want_input(*out_blocked, &held))
+		pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
+	if (held && (wait_ns < 0 || wait_ns > HELD_INPUT_RECHECK_NS))
+		wait_ns = HELD_INPUT_RECHECK_NS;
+	if (*out_blocked) {
+		pace = stdout_pace_wait();
+		if (pace == 0)
+			pfd[nfds++] =
+			    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
+		else if (wait_ns < 0 || pace < wait_ns) {
+			wait_ns = pace;
+			paced = 1;
+		}
+	}
+	if (backend->in_flight() > 0) {
+		ring_fd = backend->completion_fd();
+		if (ring_fd >= 0)
+			pfd[nfds++] = (struct pollfd){ring_fd, POLLIN, 0};
+		else
+			wait_ns = 0;
+	}
+	if (wait_ns >= 0) {
+		pause.tv_sec = wait_ns / 1000000000;
+		pause.tv_nsec = wait_ns % 1000000000;
+		timeout = &pause;
+	}
+	if (ppoll(pfd, (nfds_t)nfds, timeout, NULL) == -1) {
+		if (errno == EINTR)
+			return;
+		error("poll: %s", strerror(errno));
+		cleanup_exit(2);
+	}
+	if (paced) {
+		stdout_pace_woke();
+		*out_blocked = 0;
+	}
+	for (i = 0; i < nfds; i++) {
+		if (pfd[i].revents == 0)
+			continue;
+		if (pfd[i].fd == STDIN_FILENO)
+			read_input();
+		else if (pfd[i].fd == STDOUT_FILENO)
+			*out_blocked = 0; /* room, or an error to see */
+	}
 }
 
 static void serve(void)
 {
-	struct pollfd pfd[3];
-	struct timespec pause, *timeout;
-	int nfds, ring_fd, out_blocked = 0, out_paced, i;
-	int64_t wait_ns;
+	int out_blocked = 0;
 	unsigned before;
 
 	for (;;) {
@@ -386,53 +460,7 @@ static void serve(void)
 		}
 		if (finished())
 			break;
-
-		nfds = 0;
-		timeout = NULL;
-		wait_ns = queue_waiting_for_reader() ? 1000000 : -1;
-		out_paced = 0;
-		if (want_input(out_blocked))
-			pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
-		if (out_blocked) {
-			int64_t pace = stdout_pace_wait();
-
-			if (pace > 0 && (wait_ns < 0 || pace < wait_ns)) {
-				wait_ns = pace;
-				out_paced = 1;
-			} else if (pace == 0) {
-				pfd[nfds++] =
-				    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};
-			}
-		}
-		if (backend->in_flight() > 0) {
-			ring_fd = backend->completion_fd();
-			if (ring_fd >= 0)
-				pfd[nfds++] =
-				    (struct pollfd){ring_fd, POLLIN, 0};
-			else
-				wait_ns = 0;
-		}
-		if (wait_ns >= 0) {
-			pause.tv_sec = wait_ns / 1000000000;
-			pause.tv_nsec = wait_ns % 1000000000;
-			timeout = &pause;
-		}
-		if (ppoll(pfd, (nfds_t)nfds, timeout, NULL) == -1) {
-			if (errno == EINTR)
-				continue;
-			error("poll: %s", strerror(errno));
-			cleanup_exit(2);
-		}
-		if (out_paced)
-			out_blocked = 0;
-		for (i = 0; i < nfds; i++) {
-			if (pfd[i].revents == 0)
-				continue;
-			if (pfd[i].fd == STDIN_FILENO)
-				read_input();
-			else if (pfd[i].fd == STDOUT_FILENO)
-				out_blocked = 0; /* room, or an error to see */
-		}
+		wait_for_events(&out_blocked);
 	}
 	if (queue_fatal_status() != 0)
 		fatal_exit(queue_fatal_status(), "%s", queue_fatal_message());

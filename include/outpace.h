@@ -28,11 +28,17 @@ struct outpace {
  * before writing again, or 0 to wait for room (POLLOUT) instead. */
 int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
                      int64_t now_ns);
+/* A pause is over and unread bytes are left in the pipe.  Nearly none
+ * means the reader was faster than its rate said (sshd reads in bursts):
+ * the rate is doubled, so the pipe does not run dry again. */
+void outpace_woke(struct outpace *p, uint64_t unread);
 
-/* stdout's own: set up from fd (any kind), then count what is written and
- * ask when it is full. */
+/* stdout's own: set up from fd (any kind; only a pipe is paced, and only
+ * when this process may use more than one CPU), then count what is
+ * written, ask when it is full, and say when a pause is over. */
 void stdout_pace_init(int fd);
 void stdout_pace_written(size_t n);
 int64_t stdout_pace_wait(void);
+void stdout_pace_woke(void);
 
 #endif

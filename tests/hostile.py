@@ -35,6 +35,8 @@ gives it) and misbehaves:
                   until all is sent (OpenSSH's server takes it all)
   eager-writer-same-file  the same, the WRITEs going to the file the READ
                   read, past the bytes it read
+  eager-writer-behind-reads  the same behind 3 MiB of READ replies that
+                  fill stdout: the server still takes 1.5 MiB of WRITEs
   disconnect      the client vanishes mid-stream (pipes and socketpair;
                   both directions at once, or stdout first): the server
                   exits without crashing, every acknowledged WRITE is in
@@ -590,6 +592,14 @@ def flood_file():
         return path, f.read()
 
 
+def flood_writes(h, data, count=FLOOD_COUNT):
+    """count 32 KiB WRITEs of data to handle h, ids from 5000."""
+    return b"".join(req(FXP_WRITE, 5000 + i, string(h)
+                        + u64(i * FLOOD_CHUNK)
+                        + string(data[i * FLOOD_CHUNK:(i + 1) * FLOOD_CHUNK]))
+                    for i in range(count))
+
+
 def check_read_flood():
     path, data = flood_file()
     rss_limit = RSS_LIMIT * (8 if is_sanitized() else 1)
@@ -634,12 +644,7 @@ def check_write_flood():
         h = c.check_handle(c.open("out.bin", FXF_WRITE | FXF_CREAT
                                   | FXF_TRUNC))
         sampler = RssSampler(c.proc.pid)
-        reqs = b"".join(req(FXP_WRITE, 5000 + i, string(h)
-                            + u64(i * FLOOD_CHUNK)
-                            + string(data[i * FLOOD_CHUNK:
-                                          (i + 1) * FLOOD_CHUNK]))
-                        for i in range(FLOOD_COUNT))
-        write_noread(c, reqs, 60)
+        write_noread(c, flood_writes(h, data), 60)
         time.sleep(PAUSE)
         require(c.proc.poll() is None, "server died while the client "
                 "was not reading")
@@ -664,10 +669,7 @@ def check_write_flood():
 def read_then_writes(h_src, h_dst, data):
     """A READ, then 2048 32 KiB WRITEs to another file."""
     return req(FXP_READ, 1, string(h_src) + u64(0) + u32(FLOOD_CHUNK)) + \
-        b"".join(req(FXP_WRITE, 5000 + i, string(h_dst)
-                     + u64(i * FLOOD_CHUNK)
-                     + string(data[i * FLOOD_CHUNK:(i + 1) * FLOOD_CHUNK]))
-                 for i in range(FLOOD_COUNT))
+        flood_writes(h_dst, data)
 
 
 def check_read_write_replies(c, data, target):
@@ -722,6 +724,49 @@ def check_eager_writer():
             raise CheckFailed("deadlock: %s while the client had not yet "
                               "read the READ reply" % e)
         check_read_write_replies(c, data, os.path.join(d, "out"))
+        require_exit(c, 0)
+
+
+def check_eager_writer_behind_reads():
+    """As eager-writer, but behind 12 READs of 255 KiB: their 3 MiB of
+    replies fill stdout and wait there, which lets the server stop reading
+    stdin for a while (new requests could not be answered sooner).  It
+    must not stop for good: this client reads nothing until its 48 WRITEs
+    of 32 KiB are sent (more than a pipe holds), all within the server's
+    bounds (60 requests in flight of 64), so the server must take them."""
+    path, data = flood_file()
+    d = fresh_dir("eager-reads")
+    big, nreads, nwrites = 261120, 12, 48
+    with start(d, timeout=60) as c:
+        c.init()
+        h_src = c.check_handle(c.open(path, FXF_READ))
+        h_dst = c.check_handle(c.open("out", FXF_WRITE | FXF_CREAT
+                                      | FXF_TRUNC))
+        reads = b"".join(req(FXP_READ, 1 + i, string(h_src) + u64(i * big)
+                             + u32(big)) for i in range(nreads))
+        writes = flood_writes(h_dst, data, nwrites)
+        # The READs first, so that their replies have filled stdout (and
+        # the server may have stopped watching stdin) before the WRITEs.
+        write_noread(c, reads, 10)
+        time.sleep(0.5)
+        try:
+            write_noread(c, writes, 10)
+        except sc.Timeout as e:
+            raise CheckFailed("deadlock: %s while %d READ replies waited "
+                              "for the client" % (e, nreads))
+        for i in range(nreads):
+            rep = c.recv(30)
+            require(rep.id == 1 + i and rep.type == FXP_DATA
+                    and rep.data == data[i * big:(i + 1) * big],
+                    "READ %d: %r" % (i, rep))
+        for i in range(nwrites):
+            rep = c.recv(30)
+            require(rep.id == 5000 + i and rep.is_status(FX_OK),
+                    "WRITE %d: %r" % (i, rep))
+        c.check_ok(c.close_handle(h_dst), "close")
+        with open(os.path.join(d, "out"), "rb") as f:
+            require(f.read() == data[:nwrites * FLOOD_CHUNK],
+                    "file content differs")
         require_exit(c, 0)
 
 
@@ -929,6 +974,7 @@ CHECKS = [
     ("read-write-flood", check_read_write_flood),
     ("eager-writer", check_eager_writer),
     ("eager-writer-same-file", check_eager_writer_same_file),
+    ("eager-writer-behind-reads", check_eager_writer_behind_reads),
     ("disconnect", check_disconnect),
     ("unknown-types", check_unknown_types),
     ("corpus", check_corpus),
