@@ -43,9 +43,12 @@
 #define MAX_REPLY_BYTES (8 * 1024 * 1024)
 /* Largest reply we build: a DATA of SFTP_MAX_READ_LENGTH fits well. */
 #define MAX_REPLY_PACKET (SFTP_MAX_MSG_LENGTH + 1024)
-/* Ask the kernel for bigger pipes and socket buffers; sshd drains 32 KiB
- * at a time. */
+/* Ask the kernel for bigger pipes (sshd drains 32 KiB at a time) and
+ * socket send buffers (what spliced replies hold there is mostly
+ * references to page-cache pages).  net.core.wmem_max caps the latter:
+ * 208 KiB on a stock system. */
 #define PIPE_SIZE (1024 * 1024)
+#define SOCKET_SNDBUF (4 * 1024 * 1024)
 #define MAX_IOV 64
 /* Replies waiting on a full stdout that keep it busy for a while; while
  * they do, stdin is read only once this much waits in it, looked at every
@@ -103,8 +106,8 @@ static void tune_stdio(int fd)
 	 * buffer are free: a bigger one means fewer, larger turns (capped
 	 * by net.core.wmem_max). */
 	if (S_ISSOCK(st.st_mode) && fd == STDOUT_FILENO)
-		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){PIPE_SIZE},
-		                 sizeof(int));
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF,
+		                 &(int){SOCKET_SNDBUF}, sizeof(int));
 	/* Non-blocking only on pipes and sockets: never on someone's tty. */
 	if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
 	    (flags = fcntl(fd, F_GETFL)) != -1)
