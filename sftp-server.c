@@ -439,17 +439,15 @@ static void wait_for_events(int *out_blocked)
 
 static void serve(void)
 {
-	int out_blocked = 0;
+	int out_blocked = 0, reaped;
 	unsigned before;
 
 	for (;;) {
 		frame_input();
 		queue_dispatch(more_input_ready());
 		/* What the back end did at once (writes; everything, for the
-		 * plain one) is answered this turn, and what it unblocks
-		 * started. */
-		if (reap_completions() > 0)
-			continue;
+		 * plain one) is answered this turn. */
+		reaped = reap_completions();
 		/* A full stdout is tried again only once poll says it has
 		 * room, or after a paced pause. */
 		if (!out_blocked) {
@@ -461,6 +459,9 @@ static void serve(void)
 			if (queue_count() < before)
 				continue;
 		}
+		/* So may completions. */
+		if (reaped > 0)
+			continue;
 		if (finished())
 			break;
 		wait_for_events(&out_blocked);
