@@ -72,7 +72,8 @@ void pipe_put(struct pipe_pair *p, size_t bytes_left)
 	/* Keep every empty pipe: a download at full depth uses one per READ
 	 * in flight, and making a pipe (pipe2, F_SETPIPE_SZ, two closes
 	 * later) cost more than the splices it serves.  OPEN and OPENDIR
-	 * take the descriptors back when they run short (EMFILE). */
+	 * take the descriptors back when they run short (EMFILE), and the
+	 * event loop closes them after a second of idleness. */
 	if (bytes_left == 0) {
 		spare[num_spare++] = *p;
 		return;
@@ -198,6 +199,11 @@ int pipes_range_in_transit(dev_t dev, ino_t ino, uint64_t start, uint64_t end)
 			return 1;
 	}
 	return 0;
+}
+
+int pipes_have_spares(void)
+{
+	return num_spare > 0;
 }
 
 void pipes_release_spares(void)

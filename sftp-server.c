@@ -51,11 +51,12 @@
 #define SOCKET_SNDBUF (4 * 1024 * 1024)
 #define MAX_IOV 64
 /* Replies waiting on a full stdout that keep it busy for a while; while
- * they do, stdin is read only once this much waits in it, looked at every
- * 10 ms. */
+ * they do, stdin is not watched, only looked at every 10 ms. */
 #define OUTPUT_BACKLOG (1024 * 1024)
-#define INPUT_BACKUP (64 * 1024)
 #define HELD_INPUT_RECHECK_NS 10000000
+/* Nothing to do for this long: close the spare splice pipes, which count
+ * against the user's pipe buffer quota (fs.pipe-user-pages-soft). */
+#define SPARE_PIPES_IDLE_NS 1000000000
 
 static int input_eof;          /* stdin returned 0 */
 static int output_gone;        /* stdout's reader left: replies are dropped */
@@ -328,17 +329,24 @@ static int reap_completions(void)
 	return rc;
 }
 
+/* Bytes wait in stdin now: reading them costs no sleep. */
+static int input_waiting(void)
+{
+	int avail = 0;
+
+	return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 && avail > 0;
+}
+
 /* More requests are about to arrive: bytes wait in stdin and we will
  * read and frame them next turn.  Merged writes may wait for those. */
 static int more_input_ready(void)
 {
 	size_t room;
-	int avail = 0;
 
 	if (!coalesce_pending() || input_eof || input_stop ||
 	    !queue_has_room() || input_room(&room) == NULL)
 		return 0;
-	return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 && avail > 0;
+	return input_waiting();
 }
 
 static int finished(void)
@@ -350,23 +358,13 @@ static int finished(void)
 	return input_eof && !complete_packet_waiting();
 }
 
-/* Is a client's writing to us backing up?  Then it may be blocked, and
- * not reading what we wrote until it can write: read it whatever else
- * waits. */
-static int input_backing_up(void)
-{
-	int avail = 0;
-
-	return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 &&
-	       avail >= INPUT_BACKUP;
-}
-
-/* Read stdin this turn?  Not while a full stdout still has a backlog of
- * replies: new requests could not be answered any sooner, and waking for
- * each one as the client sends it (one per reply it reads) costs a sleep
- * and a wake-up apiece.  Once stdout takes more, the requests that came
- * meanwhile are read in one go.  Sets *held when input is held back so:
- * the caller must look again soon. */
+/* Read stdin this turn?  While a full stdout still has a backlog of
+ * replies, new requests could not be answered any sooner, and sleeping
+ * until each one arrives (the client sends one per reply it reads) costs
+ * a sleep and a wake-up apiece.  So then stdin is read only when bytes
+ * already wait in it, and otherwise looked at again within 10 ms (*held):
+ * a client blocked writing to us may be waiting for that before it reads
+ * what we wrote. */
 static int want_input(int out_blocked, int *held)
 {
 	size_t room;
@@ -374,21 +372,21 @@ static int want_input(int out_blocked, int *held)
 	*held = 0;
 	if (input_eof || input_stop || input_room(&room) == NULL)
 		return 0;
-	if (!out_blocked || queue_output_bytes() < OUTPUT_BACKLOG ||
-	    input_backing_up())
+	if (!out_blocked || queue_output_bytes() < OUTPUT_BACKLOG)
 		return 1;
 	*held = 1;
-	return 0;
+	return input_waiting();
 }
 
 /* Sleep until there is something to do: input to read, room in stdout,
  * I/O completions, the end of a paced pause or of a wait for stdout's
- * reader.  Clears *out_blocked when stdout should be tried again. */
+ * reader.  Clears *out_blocked when stdout should be tried again.  Spare
+ * splice pipes are closed after a second with nothing to do. */
 static void wait_for_events(int *out_blocked)
 {
 	struct pollfd pfd[3];
 	struct timespec pause, *timeout = NULL;
-	int nfds = 0, ring_fd, paced = 0, held, i;
+	int nfds = 0, ring_fd, paced = 0, held, idle, rc, i;
 	int64_t wait_ns = queue_waiting_for_reader() ? 1000000 : -1, pace;
 
 	if (want_input(*out_blocked, &held))
@@ -412,18 +410,24 @@ static void wait_for_events(int *out_blocked)
 		else
 			wait_ns = 0;
 	}
+	idle = wait_ns < 0 && queue_idle() && pipes_have_spares();
+	if (idle)
+		wait_ns = SPARE_PIPES_IDLE_NS;
 	if (wait_ns >= 0) {
 		pause.tv_sec = wait_ns / 1000000000;
 		pause.tv_nsec = wait_ns % 1000000000;
 		timeout = &pause;
 	}
-	if (ppoll(pfd, (nfds_t)nfds, timeout, NULL) == -1) {
+	rc = ppoll(pfd, (nfds_t)nfds, timeout, NULL);
+	if (rc == -1) {
 		if (errno == EINTR)
 			return;
 		error("poll: %s", strerror(errno));
 		cleanup_exit(2);
 	}
-	if (paced) {
+	if (rc == 0 && idle)
+		pipes_release_spares();
+	if (rc == 0 && paced) {
 		stdout_pace_woke();
 		*out_blocked = 0;
 	}

@@ -32,7 +32,10 @@ void pipes_spliced_out(dev_t dev, ino_t ino, uint64_t off, uint64_t len);
  * read nothing may change those files: any file, or this one. */
 int pipes_in_transit(void);
 int pipes_range_in_transit(dev_t dev, ino_t ino, uint64_t start, uint64_t end);
-/* Close the spare pipes (their descriptors are wanted elsewhere). */
+/* Empty pipes are kept for the next READs. */
+int pipes_have_spares(void);
+/* Close the spare pipes (their descriptors are wanted elsewhere, or the
+ * session is idle). */
 void pipes_release_spares(void);
 
 #endif

@@ -95,7 +95,8 @@ START_TEST(test_pipe_run_dry_shortens_pauses)
 	second = outpace_wait(&p, 4 * MiB, MiB, 1002 * (int64_t)MS);
 	ck_assert_int_ge(second, first - 1000);
 	ck_assert_int_le(second, first + 1000);
-	/* It ends with the pipe empty: the next pause is half as long. */
+	/* It ends with the pipe empty: the rate doubles, so the next pause is
+	 * shorter (the smoothed rate moves half way: two thirds as long). */
 	outpace_woke(&p, 0);
 	ck_assert_int_le(outpace_wait(&p, 5 * MiB, MiB, 1003 * (int64_t)MS),
 	                 second * 3 / 4);

@@ -37,6 +37,9 @@ gives it) and misbehaves:
                   read, past the bytes it read
   eager-writer-behind-reads  the same behind 3 MiB of READ replies that
                   fill stdout: the server still takes 1.5 MiB of WRITEs
+  eager-writer-behind-reads-socket  the same on a socketpair behind 12 MiB
+                  of READ replies, with 2000 small requests written one
+                  by one
   disconnect      the client vanishes mid-stream (pipes and socketpair;
                   both directions at once, or stdout first): the server
                   exits without crashing, every acknowledged WRITE is in
@@ -52,6 +55,8 @@ Prints PASS/FAIL lines and a final "N passed, N failed"; exit 0, 1, or 77.
 """
 
 import argparse
+import array
+import fcntl
 import fnmatch
 import os
 import resource
@@ -62,6 +67,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import traceback
@@ -69,8 +75,8 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
-    FXF_CREAT, FXF_READ, FXF_TRUNC, FXF_WRITE, FXP_CLOSE, FXP_DATA,
-    FXP_EXTENDED, FXP_HANDLE, FXP_INIT, FXP_MKDIR, FXP_OPEN, FXP_READ,
+    FXF_CREAT, FXF_READ, FXF_TRUNC, FXF_WRITE, FXP_ATTRS, FXP_CLOSE,
+    FXP_DATA, FXP_EXTENDED, FXP_FSTAT, FXP_HANDLE, FXP_INIT, FXP_MKDIR, FXP_OPEN, FXP_READ,
     FXP_RENAME, FXP_SETSTAT, FXP_STAT, FXP_STATUS, FXP_VERSION, FXP_WRITE,
     FX_FAILURE, FX_OK, FX_OP_UNSUPPORTED, encode_attrs, packet, string, u32,
     u64)
@@ -727,30 +733,60 @@ def check_eager_writer():
         require_exit(c, 0)
 
 
-def check_eager_writer_behind_reads():
-    """As eager-writer, but behind 12 READs of 255 KiB: their 3 MiB of
-    replies fill stdout and wait there, which lets the server stop reading
-    stdin for a while (new requests could not be answered sooner).  It
-    must not stop for good: this client reads nothing until its 48 WRITEs
-    of 32 KiB are sent (more than a pipe holds), all within the server's
-    bounds (60 requests in flight of 64), so the server must take them."""
+def write_each_noread(c, packets, timeout):
+    """Write each packet with a write of its own, reading no reply; raises
+    Timeout when the server stops taking input.  On a socket every write
+    is charged whole against the send buffer, so few bytes can block."""
+    deadline = time.monotonic() + timeout
+    for p in packets:
+        view = memoryview(p)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise sc.Timeout("server stopped taking input with %d "
+                                 "bytes left" % (len(view) + sum(
+                                     len(q) for q in packets[
+                                         packets.index(p) + 1:])))
+            _, w, _ = select.select([], [c.wfd], [], left)
+            if not w:
+                continue
+            try:
+                view = view[os.write(c.wfd, view):]
+            except BlockingIOError:
+                continue
+
+
+def unread_by_client(c):
+    """Bytes the server wrote that the client has not read yet."""
+    buf = array.array("i", [0])
+    fcntl.ioctl(c.rfd, termios.FIONREAD, buf)
+    return buf[0]
+
+
+def eager_writer_behind_reads(socketpair, nreads, writes_of):
+    """READs of 255 KiB whose replies fill stdout and wait there, which
+    lets the server stop watching stdin (new requests could not be
+    answered sooner).  It must still take what the client then writes
+    without reading, within its bounds: writes_of(handle) gives those
+    requests, each written by a write of its own, and the replies that
+    must follow the READs' (id, check) in order."""
     path, data = flood_file()
     d = fresh_dir("eager-reads")
-    big, nreads, nwrites = 261120, 12, 48
-    with start(d, timeout=60) as c:
+    big = 261120
+    with start(d, socketpair=socketpair, timeout=60) as c:
         c.init()
         h_src = c.check_handle(c.open(path, FXF_READ))
         h_dst = c.check_handle(c.open("out", FXF_WRITE | FXF_CREAT
                                       | FXF_TRUNC))
         reads = b"".join(req(FXP_READ, 1 + i, string(h_src) + u64(i * big)
                              + u32(big)) for i in range(nreads))
-        writes = flood_writes(h_dst, data, nwrites)
-        # The READs first, so that their replies have filled stdout (and
-        # the server may have stopped watching stdin) before the WRITEs.
+        packets, expect = writes_of(h_dst, data)
         write_noread(c, reads, 10)
         time.sleep(0.5)
+        require(unread_by_client(c) + MIB <= nreads * big,
+                "stdout did not fill: the check tests nothing")
         try:
-            write_noread(c, writes, 10)
+            write_each_noread(c, packets, 10)
         except sc.Timeout as e:
             raise CheckFailed("deadlock: %s while %d READ replies waited "
                               "for the client" % (e, nreads))
@@ -759,15 +795,44 @@ def check_eager_writer_behind_reads():
             require(rep.id == 1 + i and rep.type == FXP_DATA
                     and rep.data == data[i * big:(i + 1) * big],
                     "READ %d: %r" % (i, rep))
-        for i in range(nwrites):
+        for rid, ok in expect:
             rep = c.recv(30)
-            require(rep.id == 5000 + i and rep.is_status(FX_OK),
-                    "WRITE %d: %r" % (i, rep))
+            require(rep.id == rid and ok(rep), "reply %d: %r" % (rid, rep))
         c.check_ok(c.close_handle(h_dst), "close")
-        with open(os.path.join(d, "out"), "rb") as f:
-            require(f.read() == data[:nwrites * FLOOD_CHUNK],
-                    "file content differs")
         require_exit(c, 0)
+    return d, data
+
+
+def check_eager_writer_behind_reads():
+    """Through pipes: 12 READs (3 MiB of replies; stdout holds 1 MiB), then
+    48 WRITEs of 32 KiB, more than the stdin pipe holds (60 requests in
+    flight of 64)."""
+    nwrites = 48
+
+    def writes(h, data):
+        return ([req(FXP_WRITE, 5000 + i, string(h) + u64(i * FLOOD_CHUNK)
+                     + string(data[i * FLOOD_CHUNK:(i + 1) * FLOOD_CHUNK]))
+                 for i in range(nwrites)],
+                [(5000 + i, lambda r: r.is_status(FX_OK))
+                 for i in range(nwrites)])
+    d, data = eager_writer_behind_reads(False, 12, writes)
+    with open(os.path.join(d, "out"), "rb") as f:
+        require(f.read() == data[:nwrites * FLOOD_CHUNK],
+                "file content differs")
+
+
+def check_eager_writer_behind_reads_socket():
+    """Through a socketpair: 48 READs (12 MiB of replies, more than the
+    socket buffer holds), then 2000 small STATs, each its own write: each
+    is charged whole against the client's send buffer, so it blocks with
+    little for the server to see waiting."""
+    nstats = 2000
+
+    def stats(h, data):
+        return ([req(FXP_FSTAT, 9000 + i, string(h)) for i in range(nstats)],
+                [(9000 + i, lambda r: r.type == FXP_ATTRS)
+                 for i in range(nstats)])
+    eager_writer_behind_reads(True, 48, stats)
 
 
 def check_eager_writer_same_file():
@@ -975,6 +1040,8 @@ CHECKS = [
     ("eager-writer", check_eager_writer),
     ("eager-writer-same-file", check_eager_writer_same_file),
     ("eager-writer-behind-reads", check_eager_writer_behind_reads),
+    ("eager-writer-behind-reads-socket",
+     check_eager_writer_behind_reads_socket),
     ("disconnect", check_disconnect),
     ("unknown-types", check_unknown_types),
     ("corpus", check_corpus),
