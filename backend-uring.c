@@ -133,7 +133,10 @@ static int uring_flush(void)
 
 static int uring_completion_fd(void)
 {
-	return ring.ring_fd;
+	/* Submissions the kernel did not take (io_uring_enter failed or
+	 * took fewer) will not complete by themselves: no sleeping on the
+	 * ring until the next flush hands them over. */
+	return queued > 0 ? -1 : ring.ring_fd;
 }
 
 static int uring_reap(struct io_op **done, int max, int wait)

@@ -51,6 +51,8 @@ ssize_t io_sync(struct io_op *op)
 	backend->flush();
 	while (!finished) {
 		rc = backend->reap(&done, 1, 1);
+		if (rc == 0)
+			backend->flush(); /* ours may not be submitted yet */
 		if (rc == -EINTR || rc == 0)
 			continue;
 		if (rc < 0) {

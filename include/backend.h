@@ -48,7 +48,8 @@ struct io_backend {
 	/* Hand queued operations to the kernel (one system call). */
 	int (*flush)(void);
 	/* A descriptor that polls readable when completions wait, or -1 when
-	 * completions are always ready at once (reap without waiting). */
+	 * the caller must not sleep on one: completions are always ready at
+	 * once, or submissions still wait to be handed over (flush again). */
 	int (*completion_fd)(void);
 	/* Move up to max finished operations into done[]; with wait, block
 	 * until at least one finished (if any is in flight). Returns the
