@@ -24,6 +24,8 @@ gives it) and misbehaves:
   handles-after-reads  the same after a pipelined download: the
                   advertised number of handles can still be opened
   handles-many    3000 handles open at once with a large enough limit
+  idle-pipes      splice pipes kept after a download are closed after a
+                  second of idleness
   read-flood      2048 outstanding 32 KiB READs while the client reads no
                   reply for a few seconds: server RSS under 64 MiB, then
                   every request answered once, in order, with the right data
@@ -562,6 +564,42 @@ def check_handles_after_reads():
         require_exit(c, 0)
 
 
+def open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def check_idle_pipes_closed():
+    """Splice pipes kept after a pipelined download (each holds two
+    descriptors and 512 KiB of the user's pipe quota) are closed once the
+    session has been idle for a second."""
+    d = fresh_dir("idle-pipes")
+    big = 261120
+    with open(os.path.join(d, "f"), "wb") as f:
+        f.write(pattern(64 * big, 6))
+    with start(d) as c:
+        c.init()
+        h = c.check_handle(c.open("f", FXF_READ))
+        before = open_fds(c.proc.pid)
+        c.begin_batch()
+        ids = [c.read(h, i * big, big, wait=False) for i in range(64)]
+        c.end_batch()
+        for rid in ids:
+            require(c.expect(rid).type == FXP_DATA, "READ failed")
+        busy = open_fds(c.proc.pid)
+        time.sleep(1.5)
+        idle = open_fds(c.proc.pid)
+        log("descriptors: %d before the download, %d right after, %d after "
+            "1.5 s idle" % (before, busy, idle))
+        require(idle <= before, "%d descriptors after 1.5 s idle, %d before "
+                "the download" % (idle, before))
+        # And the pipes come back when needed.
+        rep = c.read(h, 0, big)
+        require(rep.type == FXP_DATA and len(rep.data) == big,
+                "READ after idle: %r" % rep)
+        c.check_ok(c.close_handle(h), "close")
+        require_exit(c, 0)
+
+
 def check_handles_many():
     d = fresh_dir("handles-many")
     with open(os.path.join(d, "f"), "wb") as f:
@@ -1034,6 +1072,7 @@ CHECKS = [
     ("handles-limit", check_handles_limited),
     ("handles-after-reads", check_handles_after_reads),
     ("handles-many", check_handles_many),
+    ("idle-pipes", check_idle_pipes_closed),
     ("read-flood", check_read_flood),
     ("write-flood", check_write_flood),
     ("read-write-flood", check_read_write_flood),
