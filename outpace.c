@@ -19,6 +19,11 @@ int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
 
 	if (p->capacity == 0)
 		return 0;
+	/* Woken early (a completion, input): the pause goes on, it does not
+	 * start over, or steady completions would postpone it for ever. */
+	if (p->pause_until != 0 && now_ns < p->pause_until)
+		return p->pause_until - now_ns;
+	p->pause_until = 0;
 	if (p->last_ns == 0 || gap <= 0 || gap > OUTPACE_STALE_NS ||
 	    consumed < p->last_consumed) {
 		p->rate = 0;
@@ -33,14 +38,21 @@ int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
 	if (p->rate == 0 || unread <= low)
 		return 0;
 	wait = (double)(unread - low) / p->rate;
-	return wait > OUTPACE_MAX_WAIT_NS ? 0 : (int64_t)wait;
+	if (wait < 1 || wait > OUTPACE_MAX_WAIT_NS)
+		return 0;
+	p->pause_until = now_ns + (int64_t)wait;
+	return (int64_t)wait;
 }
 
-void outpace_woke(struct outpace *p, uint64_t unread)
+int outpace_woke(struct outpace *p, uint64_t unread, int64_t now_ns)
 {
+	if (p->pause_until != 0 && now_ns < p->pause_until)
+		return 0;
+	p->pause_until = 0;
 	/* The next pauses are shorter; samples set the rate right again. */
 	if (unread < p->capacity / 8)
 		p->rate *= 2;
+	return 1;
 }
 
 static struct outpace stdout_pace;
@@ -97,11 +109,11 @@ int64_t stdout_pace_wait(void)
 	return outpace_wait(&stdout_pace, stdout_written, unread, now);
 }
 
-void stdout_pace_woke(void)
+int stdout_pace_woke(void)
 {
 	uint64_t unread;
 	int64_t now;
 
-	if (stdout_sample(&unread, &now) == 0)
-		outpace_woke(&stdout_pace, unread);
+	return stdout_sample(&unread, &now) == -1 ||
+	       outpace_woke(&stdout_pace, unread, now);
 }

@@ -427,10 +427,8 @@ static void wait_for_events(int *out_blocked)
 	}
 	if (rc == 0 && idle)
 		pipes_release_spares();
-	if (rc == 0 && paced) {
-		stdout_pace_woke();
+	if (paced && stdout_pace_woke())
 		*out_blocked = 0;
-	}
 	for (i = 0; i < nfds; i++) {
 		if (pfd[i].revents == 0)
 			continue;

@@ -15,6 +15,7 @@ struct outpace {
 	uint64_t last_consumed; /* bytes its reader had read at last_ns */
 	int64_t last_ns;        /* 0: no sample yet */
 	double rate;            /* bytes per ns, smoothed; 0: unknown */
+	int64_t pause_until;    /* a pause in progress ends then; 0: none */
 };
 
 /* Longest pause: a reader slower than this drains a quarter of the pipe
@@ -25,13 +26,15 @@ struct outpace {
 
 /* The decision, from a fresh sample: written = all bytes written to the
  * pipe, unread = bytes in it now, at now_ns.  Returns how long to sleep
- * before writing again, or 0 to wait for room (POLLOUT) instead. */
+ * before writing again, or 0 to wait for room (POLLOUT) instead.  While a
+ * pause it returned is in progress, returns what is left of it. */
 int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
                      int64_t now_ns);
-/* A pause is over and unread bytes are left in the pipe.  Nearly none
+/* Woken during a pause, with unread bytes left in the pipe: 1 if the pause
+ * is over (write again), 0 if it goes on.  Nearly nothing left at its end
  * means the reader was faster than its rate said (sshd reads in bursts):
  * the rate is doubled, so the pipe does not run dry again. */
-void outpace_woke(struct outpace *p, uint64_t unread);
+int outpace_woke(struct outpace *p, uint64_t unread, int64_t now_ns);
 
 /* stdout's own: set up from fd (any kind; only a pipe is paced, and only
  * when this process may use more than one CPU), then count what is
@@ -39,6 +42,6 @@ void outpace_woke(struct outpace *p, uint64_t unread);
 void stdout_pace_init(int fd);
 void stdout_pace_written(size_t n);
 int64_t stdout_pace_wait(void);
-void stdout_pace_woke(void);
+int stdout_pace_woke(void);
 
 #endif

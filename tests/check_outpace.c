@@ -90,14 +90,19 @@ START_TEST(test_pipe_run_dry_shortens_pauses)
 
 	first = outpace_wait(&p, 3 * MiB, MiB, 1001 * (int64_t)MS);
 	ck_assert_int_gt(first, 0);
-	/* The pause ends with a quarter left, as planned: no change. */
-	outpace_woke(&p, 256 * KiB);
+	/* Woken early: the pause goes on, with what is left of it. */
+	ck_assert_int_eq(outpace_woke(&p, MiB, 1001 * (int64_t)MS + 100000), 0);
+	ck_assert_int_eq(
+	    outpace_wait(&p, 3 * MiB, MiB, 1001 * (int64_t)MS + 100000),
+	    first - 100000);
+	/* It ends with a quarter left, as planned: no change. */
+	ck_assert_int_eq(outpace_woke(&p, 256 * KiB, 1002 * (int64_t)MS), 1);
 	second = outpace_wait(&p, 4 * MiB, MiB, 1002 * (int64_t)MS);
 	ck_assert_int_ge(second, first - 1000);
 	ck_assert_int_le(second, first + 1000);
 	/* It ends with the pipe empty: the rate doubles, so the next pause is
 	 * shorter (the smoothed rate moves half way: two thirds as long). */
-	outpace_woke(&p, 0);
+	ck_assert_int_eq(outpace_woke(&p, 0, 1003 * (int64_t)MS), 1);
 	ck_assert_int_le(outpace_wait(&p, 5 * MiB, MiB, 1003 * (int64_t)MS),
 	                 second * 3 / 4);
 }
