@@ -56,7 +56,6 @@ int outpace_woke(struct outpace *p, uint64_t unread, int64_t now_ns)
 }
 
 static struct outpace stdout_pace;
-static uint64_t stdout_written;
 static int stdout_fd = -1;
 
 /* May this process run on more than one CPU?  If not, stdout's reader
@@ -81,11 +80,6 @@ void stdout_pace_init(int fd)
 		stdout_pace.capacity = (size_t)size;
 }
 
-void stdout_pace_written(size_t n)
-{
-	stdout_written += n;
-}
-
 static int stdout_sample(uint64_t *unread, int64_t *now_ns)
 {
 	struct timespec now;
@@ -99,14 +93,14 @@ static int stdout_sample(uint64_t *unread, int64_t *now_ns)
 	return 0;
 }
 
-int64_t stdout_pace_wait(void)
+int64_t stdout_pace_wait(uint64_t written)
 {
 	uint64_t unread;
 	int64_t now;
 
 	if (stdout_sample(&unread, &now) == -1)
 		return 0;
-	return outpace_wait(&stdout_pace, stdout_written, unread, now);
+	return outpace_wait(&stdout_pace, written, unread, now);
 }
 
 int stdout_pace_woke(void)

@@ -107,6 +107,11 @@ void pipes_output_written(size_t n)
 	out_total += n;
 }
 
+uint64_t pipes_output_total(void)
+{
+	return out_total;
+}
+
 void pipes_spliced_out(dev_t dev, ino_t ino, uint64_t off, uint64_t len)
 {
 	uint64_t first = off & ~PAGE_MASK,

@@ -259,12 +259,6 @@ static void drop_output(void)
 	}
 }
 
-static void output_written(size_t n)
-{
-	pipes_output_written(n);
-	stdout_pace_written(n);
-}
-
 /* Move the head reply's data from its pipe to stdout: no copy.  Returns 1
  * when stdout is full. */
 static int splice_output(int pipe_rd, size_t len)
@@ -280,7 +274,7 @@ static int splice_output(int pipe_rd, size_t len)
 		output_failed(n);
 		return 0;
 	}
-	output_written((size_t)n);
+	pipes_output_written((size_t)n);
 	queue_output_piped((size_t)n);
 	return 0;
 }
@@ -315,7 +309,7 @@ static int write_output(void)
 			output_failed(n);
 			continue;
 		}
-		output_written((size_t)n);
+		pipes_output_written((size_t)n);
 		queue_output_consumed((size_t)n);
 	}
 }
@@ -394,7 +388,7 @@ static void wait_for_events(int *out_blocked)
 	if (held && (wait_ns < 0 || wait_ns > HELD_INPUT_RECHECK_NS))
 		wait_ns = HELD_INPUT_RECHECK_NS;
 	if (*out_blocked) {
-		pace = stdout_pace_wait();
+		pace = stdout_pace_wait(pipes_output_total());
 		if (pace == 0)
 			pfd[nfds++] =
 			    (struct pollfd){STDOUT_FILENO, POLLOUT, 0};

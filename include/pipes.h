@@ -24,6 +24,8 @@ void pipe_put(struct pipe_pair *p, size_t bytes_left);
 void pipes_output_closed(void);
 /* n bytes (of any kind) were written to out_fd. */
 void pipes_output_written(size_t n);
+/* All bytes written to out_fd so far. */
+uint64_t pipes_output_total(void);
 /* The bytes just written were spliced from this file, from [off, off +
  * len) of the READ they answer. */
 void pipes_spliced_out(dev_t dev, ino_t ino, uint64_t off, uint64_t len);

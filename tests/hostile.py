@@ -776,15 +776,15 @@ def write_each_noread(c, packets, timeout):
     Timeout when the server stops taking input.  On a socket every write
     is charged whole against the send buffer, so few bytes can block."""
     deadline = time.monotonic() + timeout
+    left_after = sum(len(p) for p in packets)
     for p in packets:
+        left_after -= len(p)
         view = memoryview(p)
         while view:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise sc.Timeout("server stopped taking input with %d "
-                                 "bytes left" % (len(view) + sum(
-                                     len(q) for q in packets[
-                                         packets.index(p) + 1:])))
+                                 "bytes left" % (len(view) + left_after))
             _, w, _ = select.select([], [c.wfd], [], left)
             if not w:
                 continue
