@@ -23,17 +23,15 @@ static ssize_t plain_run(struct io_op *op)
 {
 	ssize_t n;
 
+	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV)
+		return io_write_now(op);
 	do {
 		switch (op->opcode) {
 		case IO_READ:
-			n = pread(op->fd, op->buf, op->len, (off_t)op->offset);
-			break;
-		case IO_WRITE:
-			n = pwrite(op->fd, op->buf, op->len, (off_t)op->offset);
-			break;
-		case IO_WRITEV:
-			n = pwritev(op->fd, op->iov, op->iovcnt,
-			            (off_t)op->offset);
+			n = op->offset == IO_NO_OFFSET
+			        ? read(op->fd, op->buf, op->len)
+			        : pread(op->fd, op->buf, op->len,
+			                (off_t)op->offset);
 			break;
 		case IO_FSYNC:
 			n = fsync(op->fd);

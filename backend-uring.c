@@ -54,26 +54,13 @@ static int uring_init(unsigned depth)
 	return 0;
 }
 
-/* Buffered writes are done here, with one system call, and completed
- * without the ring.  The kernel would punt them to io-wq worker threads
- * (ext4 and most file systems cannot write to the page cache without
- * blocking), which measured about 1.3 to 1.8 times the CPU of a plain
- * pwritev for the same upload, and no faster.  (Completing them through
- * the ring with a NOP cost an io_uring_enter and a loop turn apiece.) */
-static ssize_t write_now(struct io_op *op)
-{
-	ssize_t n;
-
-	do {
-		if (op->opcode == IO_WRITE)
-			n = pwrite(op->fd, op->buf, op->len, (off_t)op->offset);
-		else
-			n = pwritev(op->fd, op->iov, op->iovcnt,
-			            (off_t)op->offset);
-	} while (n == -1 && errno == EINTR);
-	return n == -1 ? -errno : n;
-}
-
+/* Buffered writes are done at submit time (io_write_now), with one system
+ * call, and completed without the ring.  The kernel would punt them to
+ * io-wq worker threads (ext4 and most file systems cannot write to the
+ * page cache without blocking), which measured about 1.3 to 1.8 times the
+ * CPU of a plain pwritev for the same upload, and no faster.  (Completing
+ * them through the ring with a NOP cost an io_uring_enter and a loop turn
+ * apiece.) */
 static int uring_submit(struct io_op *op)
 {
 	struct io_uring_sqe *sqe;
@@ -81,7 +68,7 @@ static int uring_submit(struct io_op *op)
 	if (in_flight + queued + written.count >= max_depth)
 		return -EBUSY;
 	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV) {
-		op->result = write_now(op);
+		op->result = io_write_now(op);
 		io_done_push(&written, op);
 		return 0;
 	}

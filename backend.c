@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "log.h"
@@ -75,6 +77,24 @@ int io_reap_ready(void)
 		total += n;
 	}
 	return n < 0 ? n : total;
+}
+
+ssize_t io_write_now(struct io_op *op)
+{
+	int pos = op->offset != IO_NO_OFFSET;
+	ssize_t n;
+
+	do {
+		if (op->opcode == IO_WRITE)
+			n = pos ? pwrite(op->fd, op->buf, op->len,
+			                 (off_t)op->offset)
+			        : write(op->fd, op->buf, op->len);
+		else
+			n = pos ? pwritev(op->fd, op->iov, op->iovcnt,
+			                  (off_t)op->offset)
+			        : writev(op->fd, op->iov, op->iovcnt);
+	} while (n == -1 && errno == EINTR);
+	return n == -1 ? -errno : n;
 }
 
 void io_done_push(struct io_done_list *list, struct io_op *op)

@@ -142,7 +142,8 @@ static void run_done(struct io_op *op)
 			/* Short: write the rest, which also tells us why it
 			 * stopped (ENOSPC, EDQUOT, ...). */
 			run_advance(run, (size_t)n);
-			run->io.offset += (uint64_t)n;
+			if (run->io.offset != IO_NO_OFFSET)
+				run->io.offset += (uint64_t)n;
 			if ((rc = backend->submit(&run->io)) == 0)
 				return;
 			n = rc;
@@ -204,9 +205,13 @@ static struct write_run *run_new(struct request *req)
 
 int coalesce_add(struct request *req)
 {
+	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	struct write_run *run, *old;
 
-	if (run_limit == 0 || req->io.len > run_limit)
+	/* Only regular files: a device may treat each write as a unit (a
+	 * record of /dev/kmsg, a datagram), so two writes are not one. */
+	if (run_limit == 0 || req->io.len > run_limit || h == NULL ||
+	    !h->is_regular)
 		return 0;
 	run = (struct write_run *)coalesce_run_for(req);
 	if (run == NULL) {

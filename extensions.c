@@ -308,11 +308,20 @@ int process_extended_expand(struct request *req)
 struct copy_job {
 	struct handle *from, *to;
 	uint64_t read_off, read_len, write_off;
+	uint64_t read_pos, write_pos; /* where the seeks put them */
 	int to_eof;
 };
 
-/* One synchronous operation through the back end, retried on EINTR and
- * EAGAIN as atomicio() would.  Returns bytes moved or -errno. */
+/* A position n bytes on; IO_NO_OFFSET (an append handle) stays so. */
+static uint64_t advance(uint64_t pos, uint64_t n)
+{
+	return pos == IO_NO_OFFSET ? pos : pos + n;
+}
+
+/* One synchronous operation through the back end, retried on EINTR as
+ * atomicio() would.  Not on EAGAIN: only a FIFO or device (which we use
+ * without waiting) gives it, and retrying would spin; it fails the copy.
+ * Returns bytes moved or -errno. */
 static ssize_t copy_io(enum io_opcode opcode, int fd, uint64_t off, void *buf,
                        size_t len)
 {
@@ -327,7 +336,7 @@ static ssize_t copy_io(enum io_opcode opcode, int fd, uint64_t off, void *buf,
 		op.buf = buf;
 		op.len = len;
 		rc = io_sync(&op);
-	} while (rc == -EINTR || rc == -EAGAIN);
+	} while (rc == -EINTR);
 	return rc;
 }
 
@@ -359,8 +368,8 @@ static int write_chunk(int fd, uint64_t off, const uint8_t *buf, size_t len,
 
 	*done = 0;
 	while (*done < len) {
-		n = copy_io(IO_WRITE, fd, off + *done, (void *)(buf + *done),
-		            len - *done);
+		n = copy_io(IO_WRITE, fd, advance(off, *done),
+		            (void *)(buf + *done), len - *done);
 		if (n < 0) {
 			/* atomicio() reports nothing written on an error. */
 			*done = 0;
@@ -373,21 +382,46 @@ static int write_chunk(int fd, uint64_t off, const uint8_t *buf, size_t len,
 	return 0;
 }
 
-/* OpenSSH positions both descriptors with lseek() first; an offset that
- * does not fit off_t fails there with EINVAL. */
-static int copy_check_offsets(const struct copy_job *job, uint32_t *status)
+/* OpenSSH positions both descriptors with lseek() first (not an append
+ * destination: the kernel picks where its bytes go); an offset that does
+ * not fit off_t fails there with EINVAL, a FIFO with ESPIPE. */
+static int copy_seek(struct copy_job *job, uint32_t *status)
 {
-	if (job->read_off > INT64_MAX) {
-		*status = errno_to_status(EINVAL);
+	int err;
+
+	if ((err = handle_seek(job->from, job->read_off, &job->read_pos))) {
+		*status = errno_to_status(err);
 		error("process_extended_copy_data: read_seek failed");
 		return -1;
 	}
-	if (!(job->to->flags & O_APPEND) && job->write_off > INT64_MAX) {
-		*status = errno_to_status(EINVAL);
+	job->write_pos = IO_NO_OFFSET;
+	if (!(job->to->flags & O_APPEND) &&
+	    (err = handle_seek(job->to, job->write_off, &job->write_pos))) {
+		*status = errno_to_status(err);
 		error("process_extended_copy_data: write_seek failed");
 		return -1;
 	}
 	return 0;
+}
+
+/* copy-data onto its own source (two handles, or two names, of one file:
+ * "a" and "./a", or a hard link) reads back what it has just written: to
+ * end of file it grows the file until the disk or a quota is full.
+ * OpenSSH 10.4 refuses it by device and inode, before anything is copied;
+ * so do we (9.2 copies).  Returns SSH2_FX_OK, or the status to answer. */
+static uint32_t copy_onto_itself(const struct handle *from,
+                                 const struct handle *to)
+{
+	struct stat a, b;
+
+	if (fstat(from->fd, &a) == -1 || fstat(to->fd, &b) == -1)
+		return errno_to_status(errno);
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return SSH2_FX_OK;
+	error("process_extended_copy_data: \"%.100s\" and \"%.100s\" are the "
+	      "same file",
+	      from->name, to->name);
+	return SSH2_FX_FAILURE;
 }
 
 /* Copy one chunk of up to len bytes and advance the positions.  Returns 1
@@ -420,7 +454,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 		*status = errno_to_status(-rc);
 		return -1;
 	}
-	*wpos += (uint64_t)n;
+	*wpos = advance(*wpos, (uint64_t)n);
 	job->to->bytes_written += (uint64_t)n;
 	return 1;
 }
@@ -431,16 +465,12 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 static uint32_t copy_run(struct copy_job *job)
 {
 	static uint8_t buf[COPY_CHUNK];
-	uint64_t rpos = job->read_off, wpos = job->write_off;
+	uint64_t rpos = job->read_pos, wpos = job->write_pos;
 	uint64_t left = job->read_len;
 	uint32_t status = SSH2_FX_OK;
 	size_t len;
 	int rc = 0;
 
-	/* The kernel ignores the offset on an append descriptor, but still
-	 * rejects one that does not fit off_t: OpenSSH never seeks there. */
-	if (job->to->flags & O_APPEND)
-		wpos = 0;
 	while (left > 0 || job->to_eof) {
 		len = left < COPY_CHUNK ? (size_t)left : COPY_CHUNK;
 		left -= len;
@@ -511,12 +541,13 @@ int process_extended_copy_data(struct request *req)
 	}
 	job.from = handle_get(rh, HANDLE_FILE);
 	job.to = handle_get(wh, HANDLE_FILE);
-	/* No copying onto the source through the same handle or name.
-	 * OpenSSH 10.4 also compares device and inode; 9.2 does not. */
+	/* No copying onto the source through the same handle or name (as
+	 * 9.2 checks, without a log line), nor the same file. */
 	if (handle_number(rh) == handle_number(wh) || job.from == NULL ||
 	    job.to == NULL || strcmp(job.from->name, job.to->name) == 0)
 		status = SSH2_FX_FAILURE;
-	else if (copy_check_offsets(&job, &status) == 0)
+	else if ((status = copy_onto_itself(job.from, job.to)) == SSH2_FX_OK &&
+	         copy_seek(&job, &status) == 0)
 		status = copy_run(&job);
 	send_status(req, status);
 	return HANDLER_DONE;

@@ -81,6 +81,7 @@ int handle_new(enum handle_kind kind, const char *name, int fd, DIR *dirp,
 		h->dev = st.st_dev;
 		h->ino = st.st_ino;
 		h->is_regular = S_ISREG(st.st_mode);
+		h->type = st.st_mode & S_IFMT;
 	}
 	num_used++;
 	return idx;
@@ -154,6 +155,22 @@ int handle_close(int idx)
 	first_free = idx;
 	num_used--;
 	return rc;
+}
+
+int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos)
+{
+	off_t r;
+
+	if (h->is_regular) {
+		if (off > (uint64_t)INT64_MAX)
+			return EINVAL;
+		*pos = off;
+		return 0;
+	}
+	if ((r = lseek(h->fd, (off_t)off, SEEK_SET)) == -1)
+		return errno;
+	*pos = (uint64_t)r;
+	return 0;
 }
 
 void handle_close_all(void)

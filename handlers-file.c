@@ -17,6 +17,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
+#include "parse.h"
 #include "pipes.h"
 #include "readahead.h"
 #include "reply.h"
@@ -75,17 +76,41 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
 	}
 }
 
-/* Spare splice pipes hold descriptors: give them up before telling the
- * client it has too many files open. */
+/* Opening a FIFO waits for its other end, which would stop the whole
+ * server (OpenSSH's waits too): a FIFO is opened without waiting, so
+ * reading alone opens at once and writing alone fails (ENXIO) while
+ * nobody reads.  Spare splice pipes hold descriptors: give them up before
+ * telling the client it has too many files open. */
 static int open_file(const char *name, int flags, int mode)
 {
-	int fd = open(name, flags, mode);
+	struct stat st;
+	int fd;
 
+	if (stat(name, &st) == 0 && S_ISFIFO(st.st_mode))
+		flags |= O_NONBLOCK;
+	fd = open(name, flags, mode);
 	if (fd == -1 && errno == EMFILE) {
 		pipes_release_spares();
 		fd = open(name, flags, mode);
 	}
 	return fd;
+}
+
+/* A FIFO, socket or character device may make a read or a write wait
+ * for another process (forever, for a FIFO nobody writes): those never
+ * wait here, they fail with EAGAIN (FAILURE) where OpenSSH would wait.
+ * Everything else waits as usual (an io_uring read of a regular file
+ * opened O_NONBLOCK would fail when its pages are not cached). */
+static int set_blocking_mode(const struct handle *h)
+{
+	int fl = fcntl(h->fd, F_GETFL), want;
+
+	if (fl == -1)
+		return -1;
+	want = S_ISFIFO(h->type) || S_ISCHR(h->type) || S_ISSOCK(h->type)
+	           ? fl | O_NONBLOCK
+	           : fl & ~O_NONBLOCK;
+	return want == fl ? 0 : fcntl(h->fd, F_SETFL, want);
 }
 
 static DIR *open_dir(const char *path)
@@ -106,10 +131,10 @@ int process_open(struct request *req)
 	uint32_t pflags, status = SSH2_FX_FAILURE;
 	int flags, mode, fd, idx;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
+	if (get_path(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
-	if (rbuf_get_u32(&req->body, &pflags) != BUF_OK ||
-	    attrib_decode(&req->body, &a) != BUF_OK) {
+	if (get_u32(req, "process_open", &pflags) != 0 ||
+	    get_attrib(req, "process_open", &a) != 0) {
 		free(name);
 		return HANDLER_PARSE_ERROR;
 	}
@@ -127,6 +152,9 @@ int process_open(struct request *req)
 	} else if ((idx = handle_new(HANDLE_FILE, name, fd, NULL, flags)) ==
 	           -1) {
 		close(fd);
+	} else if (set_blocking_mode(handle_get(idx, HANDLE_FILE)) == -1) {
+		status = errno_to_status(errno);
+		handle_close(idx);
 	} else {
 		if ((flags & O_ACCMODE) != O_WRONLY)
 			readahead_on_open(handle_get(idx, HANDLE_FILE));
@@ -155,18 +183,12 @@ int process_close(struct request *req)
 {
 	int idx;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK)
+	if (get_handle(req, "process_close", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
 	log_close(idx);
 	send_result(req, handle_close(idx));
 	return HANDLER_DONE;
-}
-
-/* An offset past INT64_MAX is EINVAL for lseek/pread, as in OpenSSH. */
-static int offset_valid(uint64_t off)
-{
-	return off <= (uint64_t)INT64_MAX;
 }
 
 /* OpenSSH seeks, then reads or writes, and names the failing step in its
@@ -238,14 +260,17 @@ static void setup_io(struct request *req, struct handle *h, int idx,
 	req->is_write = op == IO_WRITE;
 	req->start = off;
 	req->end = off + len;
+	req->io.offset = off;
 	if (req->is_write && (h->flags & O_APPEND)) {
-		/* The kernel picks the offset: it may touch any byte. */
+		/* The kernel picks the offset: it may touch any byte.  The
+		 * client's offset is ignored, as OpenSSH ignores it (any
+		 * value, 2^64-1 too); the file may not even seek. */
 		req->start = 0;
 		req->end = UINT64_MAX;
+		req->io.offset = IO_NO_OFFSET;
 	}
 	req->io.opcode = op;
 	req->io.fd = h->fd;
-	req->io.offset = off;
 	req->io.buf = buf;
 	req->io.len = len;
 	req->io.owner = req;
@@ -256,14 +281,14 @@ static void setup_io(struct request *req, struct handle *h, int idx,
 int process_read(struct request *req)
 {
 	struct handle *h;
-	uint64_t off;
+	uint64_t off, pos;
 	uint32_t len;
 	uint8_t *p;
-	int idx;
+	int idx, err;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK ||
-	    rbuf_get_u64(&req->body, &off) != BUF_OK ||
-	    rbuf_get_u32(&req->body, &len) != BUF_OK)
+	if (get_handle(req, "process_read", &idx) != 0 ||
+	    get_u64(req, "process_read", &off) != 0 ||
+	    get_u32(req, "process_read", &len) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug("request %u: read \"%s\" (handle %d) off %llu len %u", req->id,
 	      handle_name(idx), idx, (unsigned long long)off, len);
@@ -275,10 +300,10 @@ int process_read(struct request *req)
 		debug2("read change len %u to %u", len, SFTP_MAX_READ_LENGTH);
 		len = SFTP_MAX_READ_LENGTH;
 	}
-	if (!offset_valid(off)) {
+	if ((err = handle_seek(h, off, &pos)) != 0) {
 		error("process_read: seek \"%.100s\": %s", h->name,
-		      strerror(EINVAL));
-		send_status(req, errno_to_status(EINVAL));
+		      strerror(err));
+		send_status(req, errno_to_status(err));
 		return HANDLER_DONE;
 	}
 	/* DATA header now, the bytes straight after it (or in a pipe): no
@@ -292,19 +317,19 @@ int process_read(struct request *req)
 		return HANDLER_DONE;
 	}
 	if (h->is_regular)
-		readahead_on_read(h, off, len);
+		readahead_on_read(h, pos, len);
 	req->io_finish = read_finish;
 	if (h->is_regular && len >= SPLICE_MIN_LEN &&
 	    pipe_get(&req->pipe) == 0) {
 		req->has_pipe = 1;
-		setup_io(req, h, idx, IO_SPLICE_IN, off, NULL, len);
+		setup_io(req, h, idx, IO_SPLICE_IN, pos, NULL, len);
 		req->io.fd_out = req->pipe.wr;
 		req->io_fallback = read_without_splice;
 		return HANDLER_IO;
 	}
 	if (wbuf_reserve(&req->reply, len, &p) != BUF_OK)
 		fatal_exit(255, "process_read: no memory for %u bytes", len);
-	setup_io(req, h, idx, IO_READ, off, p, len);
+	setup_io(req, h, idx, IO_READ, pos, p, len);
 	return HANDLER_IO;
 }
 
@@ -336,13 +361,13 @@ int process_write(struct request *req)
 {
 	struct handle *h;
 	const uint8_t *data;
-	uint64_t off;
+	uint64_t off, pos = 0;
 	size_t len;
-	int idx;
+	int idx, err;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK ||
-	    rbuf_get_u64(&req->body, &off) != BUF_OK ||
-	    rbuf_get_string(&req->body, &data, &len) != BUF_OK)
+	if (get_handle(req, "process_write", &idx) != 0 ||
+	    get_u64(req, "process_write", &off) != 0 ||
+	    get_data(req, "process_write", &data, &len) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug("request %u: write \"%s\" (handle %d) off %llu len %zu", req->id,
 	      handle_name(idx), idx, (unsigned long long)off, len);
@@ -350,10 +375,11 @@ int process_write(struct request *req)
 		send_status(req, SSH2_FX_FAILURE);
 		return HANDLER_DONE;
 	}
-	if (!(h->flags & O_APPEND) && !offset_valid(off)) {
+	/* An append handle does not seek at all (setup_io). */
+	if (!(h->flags & O_APPEND) && (err = handle_seek(h, off, &pos)) != 0) {
 		error("process_write: seek \"%.100s\": %s", h->name,
-		      strerror(EINVAL));
-		send_status(req, errno_to_status(EINVAL));
+		      strerror(err));
+		send_status(req, errno_to_status(err));
 		return HANDLER_DONE;
 	}
 	if (len == 0) {
@@ -361,7 +387,7 @@ int process_write(struct request *req)
 		return HANDLER_DONE;
 	}
 	/* The data stays in the request's packet until the write is done. */
-	setup_io(req, h, idx, IO_WRITE, off, (void *)data, len);
+	setup_io(req, h, idx, IO_WRITE, pos, (void *)data, len);
 	req->io_finish = write_finish;
 	return HANDLER_IO;
 }
@@ -373,7 +399,7 @@ int process_fstat(struct request *req)
 	struct stat st;
 	int idx;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK)
+	if (get_handle(req, "process_fstat", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug("request %u: fstat \"%s\" (handle %u)", req->id, handle_name(idx),
 	      idx);
@@ -394,8 +420,8 @@ int process_fsetstat(struct request *req)
 	struct attrib a;
 	int idx;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK ||
-	    attrib_decode(&req->body, &a) != BUF_OK)
+	if (get_handle(req, "process_fsetstat", &idx) != 0 ||
+	    get_attrib(req, "process_fsetstat", &a) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug("request %u: fsetstat handle %d", req->id, idx);
 	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
@@ -412,7 +438,7 @@ int process_opendir(struct request *req)
 	DIR *dirp;
 	int idx;
 
-	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
+	if (get_path(req, "process_opendir", &path) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: opendir", req->id);
 	logit("opendir \"%s\"", path);
@@ -474,7 +500,7 @@ int process_readdir(struct request *req)
 	time_t now = wall_clock_now();
 	int idx;
 
-	if (handle_parse(&req->body, &idx) != BUF_OK)
+	if (get_handle(req, "process_readdir", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug("request %u: readdir \"%s\" (handle %d)", req->id,
 	      handle_name(idx), idx);

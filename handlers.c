@@ -18,11 +18,11 @@ struct server srv;
 
 #define HANDLER(t, n, w, io, f)                                                \
 	{                                                                      \
-		n, NULL, NULL, t, w, io, f, #f                                 \
+		n, NULL, NULL, t, w, io, f                                     \
 	}
 #define EXTENSION(e, v, n, w, f)                                               \
 	{                                                                      \
-		n, e, v, 0, w, 0, f, #f                                        \
+		n, e, v, 0, w, 0, f                                            \
 	}
 
 /* Plain requests, in OpenSSH's order (also the -Q requests order).  OPEN
@@ -169,8 +169,8 @@ static int process_init(struct request *req)
 	struct wbuf *w = &req->reply;
 	uint32_t version;
 
-	if (rbuf_get_u32(&req->body, &version) != BUF_OK)
-		return parse_fail(req, "process_init", "incomplete message");
+	if (get_u32(req, "process_init", &version) != 0)
+		return HANDLER_PARSE_ERROR;
 	verbose("received client version %u", version);
 	srv.client_version = version;
 	wbuf_reset(w);
@@ -189,9 +189,8 @@ static int process_extended(struct request *req)
 	const struct handler *h;
 	char *name;
 
-	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
-		return parse_fail(req, "process_extended",
-		                  "incomplete message");
+	if (get_path(req, "process_extended", &name) != 0)
+		return HANDLER_PARSE_ERROR;
 	h = handler_for_extension((const uint8_t *)name, strlen(name));
 	if (h == NULL)
 		error("Unknown extended request \"%.100s\"", name);

@@ -73,13 +73,17 @@ int parse_fail(struct request *req, const char *fn, const char *why)
 	return parse_fail_step(req, fn, "parse", why);
 }
 
+/* 0, or the fatal line for a field that failed with rc. */
+static int field(struct request *req, const char *fn, int rc, int is_string)
+{
+	if (rc == BUF_OK)
+		return 0;
+	return parse_fail(req, fn, field_error(&req->body, rc, is_string));
+}
+
 int get_path(struct request *req, const char *fn, char **path)
 {
-	int rc = rbuf_get_cstring(&req->body, path);
-
-	if (rc != BUF_OK)
-		return parse_fail(req, fn, field_error(&req->body, rc, 1));
-	return 0;
+	return field(req, fn, rbuf_get_cstring(&req->body, path), 1);
 }
 
 int get_two_paths(struct request *req, const char *fn, char **a, char **b)
@@ -93,29 +97,46 @@ int get_two_paths(struct request *req, const char *fn, char **a, char **b)
 	return 0;
 }
 
+int get_attrib(struct request *req, const char *fn, struct attrib *a)
+{
+	struct rbuf saved = req->body;
+	int rc = attrib_decode(&req->body, a);
+
+	if (rc != BUF_OK)
+		return parse_fail(req, fn, attrib_error(saved, rc));
+	return 0;
+}
+
 int get_path_attrib(struct request *req, const char *fn, char **path,
                     struct attrib *a)
 {
-	struct rbuf saved;
-	int rc;
-
 	if (get_path(req, fn, path) != 0)
 		return HANDLER_PARSE_ERROR;
-	saved = req->body;
-	rc = attrib_decode(&req->body, a);
-	if (rc != BUF_OK) {
+	if (get_attrib(req, fn, a) != 0) {
 		free(*path);
-		return parse_fail(req, fn, attrib_error(saved, rc));
+		return HANDLER_PARSE_ERROR;
 	}
 	return 0;
+}
+
+int get_u32(struct request *req, const char *fn, uint32_t *v)
+{
+	return field(req, fn, rbuf_get_u32(&req->body, v), 0);
+}
+
+int get_u64(struct request *req, const char *fn, uint64_t *v)
+{
+	return field(req, fn, rbuf_get_u64(&req->body, v), 0);
+}
+
+int get_data(struct request *req, const char *fn, const uint8_t **p,
+             size_t *len)
+{
+	return field(req, fn, rbuf_get_string(&req->body, p, len), 1);
 }
 
 /* A handle is a string on the wire, so it fails as a string does. */
 int get_handle(struct request *req, const char *fn, int *idx)
 {
-	int rc = handle_parse(&req->body, idx);
-
-	if (rc != BUF_OK)
-		return parse_fail(req, fn, field_error(&req->body, rc, 1));
-	return 0;
+	return field(req, fn, handle_parse(&req->body, idx), 1);
 }

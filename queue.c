@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,16 +156,12 @@ static int conflicts_with_in_flight(const struct request *req,
 }
 
 /* A parse error is fatal, as in OpenSSH; the requests before it are still
- * answered, the ones after it are dropped. */
+ * answered, the ones after it are dropped.  The handler that found it
+ * wrote OpenSSH's line for it into req->fatal (parse.h). */
 static void stop_at(struct request *req)
 {
 	struct request *r, *next;
 
-	if (req->fatal[0] == '\0')
-		snprintf(req->fatal, sizeof(req->fatal),
-		         "%s: parse: incomplete message",
-		         req->handler != NULL ? req->handler->fn_name
-		                              : "process");
 	memcpy(fatal_message, req->fatal, sizeof(fatal_message));
 	fatal_status = 255;
 	for (r = req; r != NULL; r = next) {
@@ -278,7 +273,8 @@ static int resume_short_io(struct request *req, ssize_t n)
 		if (h == NULL || !h->is_regular)
 			return 0;
 	}
-	req->io.offset += (uint64_t)n;
+	if (req->io.offset != IO_NO_OFFSET)
+		req->io.offset += (uint64_t)n;
 	if (req->io.buf != NULL) /* a splice has no buffer */
 		req->io.buf = (uint8_t *)req->io.buf + n;
 	req->io.len -= (size_t)n;

@@ -23,6 +23,13 @@ enum io_opcode {
 	IO_READAHEAD
 };
 
+/* An offset for IO_READ, IO_WRITE and IO_WRITEV meaning "none": the
+ * descriptor's own position is used, as read(2) and write(2) use it.  For
+ * append handles (the kernel puts the bytes at the end whatever the offset,
+ * but still refuses one that does not fit off_t) and for files that cannot
+ * seek, such as a FIFO opened for appending. */
+#define IO_NO_OFFSET UINT64_MAX
+
 struct io_op {
 	enum io_opcode opcode;
 	int fd;
@@ -83,6 +90,10 @@ extern const struct io_backend *backend;
  * (logged once at VERBOSE).  Returns 0, or -errno when a forced back end
  * cannot start. */
 int backend_start(enum backend_choice choice, unsigned depth);
+
+/* IO_WRITE or IO_WRITEV (op->iov) now, with one system call (retried on
+ * EINTR): bytes written or -errno.  Both back ends write at submit time. */
+ssize_t io_write_now(struct io_op *op);
 
 /* Run one operation to completion (for barrier requests such as fsync and
  * copy-data); other completions that arrive meanwhile go to their done

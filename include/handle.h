@@ -22,6 +22,7 @@ struct handle {
 	dev_t dev; /* identity of the open file, for overlap ordering */
 	ino_t ino;
 	int is_regular;     /* short reads are resumed only on regular files */
+	mode_t type;        /* st_mode & S_IFMT at open (0 if unknown) */
 	uint64_t next_read; /* where a sequential READ stream continues */
 	uint64_t ahead_until; /* read-ahead asked for up to here */
 	int next_free;
@@ -41,6 +42,12 @@ int handle_parse(struct rbuf *r, int *idx);
 int handle_put(struct wbuf *w, int idx);
 /* Close and free the slot: close()/closedir() result, -1 with errno. */
 int handle_close(int idx);
+/* Where OpenSSH's lseek(fd, off, SEEK_SET) before a read or write would
+ * leave the file: 0 with *pos set, or an errno.  A regular file is not
+ * asked (we read and write it at an offset; past INT64_MAX is EINVAL, as
+ * there); anything else is (a FIFO gives ESPIPE, /dev/null may put any
+ * offset at 0). */
+int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos);
 /* At exit: "forced close"/"forced closedir" log lines, then close all. */
 void handle_close_all(void);
 /* Number of slots in use; the limit (set from RLIMIT_NOFILE at start). */

@@ -20,7 +20,6 @@ struct handler {
 	int does_write;          /* refused by -R */
 	int is_io; /* READ/WRITE: runs concurrently via the queue */
 	handler_fn fn;
-	const char *fn_name; /* for parse-error messages */
 };
 
 /* Run one request: INIT, the before-init check, EXTENDED name look-up,

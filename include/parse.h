@@ -32,5 +32,11 @@ int get_two_paths(struct request *req, const char *fn, char **a, char **b);
 int get_path_attrib(struct request *req, const char *fn, char **path,
                     struct attrib *a);
 int get_handle(struct request *req, const char *fn, int *idx);
+int get_u32(struct request *req, const char *fn, uint32_t *v);
+int get_u64(struct request *req, const char *fn, uint64_t *v);
+/* A string of bytes (WRITE's data), pointing into the packet. */
+int get_data(struct request *req, const char *fn, const uint8_t **p,
+             size_t *len);
+int get_attrib(struct request *req, const char *fn, struct attrib *a);
 
 #endif

@@ -76,9 +76,11 @@ static int rec_completion_fd(void)
 	return -1;
 }
 
-/* Write what the "disk" still accepts: a short write, then the error. */
+/* Write what the "disk" still accepts: a short write, then the error.
+ * IO_NO_OFFSET writes at the descriptor's position, as the back ends do. */
 static ssize_t rec_write(struct io_op *op)
 {
+	int pos = op->offset != IO_NO_OFFSET;
 	size_t len = op_len(op), n = 0;
 	struct iovec iov[64];
 	int cnt = 0;
@@ -89,7 +91,8 @@ static ssize_t rec_write(struct io_op *op)
 		len = accept_bytes;
 	accept_bytes -= len;
 	if (op->opcode == IO_WRITE)
-		return pwrite(op->fd, op->buf, len, (off_t)op->offset);
+		return pos ? pwrite(op->fd, op->buf, len, (off_t)op->offset)
+		           : write(op->fd, op->buf, len);
 	while (n < len) {
 		iov[cnt] = op->iov[cnt];
 		if (iov[cnt].iov_len > len - n)
@@ -97,7 +100,8 @@ static ssize_t rec_write(struct io_op *op)
 		n += iov[cnt].iov_len;
 		cnt++;
 	}
-	return pwritev(op->fd, iov, cnt, (off_t)op->offset);
+	return pos ? pwritev(op->fd, iov, cnt, (off_t)op->offset)
+	           : writev(op->fd, iov, cnt);
 }
 
 static int rec_reap(struct io_op **done, int max, int wait)
@@ -382,10 +386,10 @@ START_TEST(test_append_handles_merge_in_order)
 {
 	int st[8], i;
 
-	/* Offsets are ignored on append handles: the data follows in
-	 * request order. */
+	/* Offsets are ignored on append handles, even one that does not
+	 * fit off_t (issue 10): the data follows in request order. */
+	write_req(append_idx, UINT64_MAX, 100);
 	write_req(append_idx, 0, 100);
-	write_req(append_idx, 999999, 100);
 	write_req(append_idx, 5, 56);
 	ck_assert_int_eq(run_all(0, st, 8), 3);
 	for (i = 0; i < 3; i++)
@@ -393,6 +397,96 @@ START_TEST(test_append_handles_merge_in_order)
 	ck_assert_int_eq(num_ops, 1);
 	ck_assert_int_eq(ops[0].iovcnt, 3);
 	ck_assert_uint_eq(ops[0].len, 256);
+	ck_assert_uint_eq(ops[0].offset, IO_NO_OFFSET);
+	/* The bytes follow each other in request order. */
+	{
+		uint8_t buf[300];
+		int fd = open(path, O_RDONLY);
+
+		ck_assert_int_eq(pread(fd, buf, sizeof(buf), 0), 256);
+		close(fd);
+		ck_assert_uint_eq(buf[0], (uint8_t)UINT64_MAX);
+		ck_assert_uint_eq(buf[99], (uint8_t)(UINT64_MAX + 99));
+		ck_assert_uint_eq(buf[100], 0);
+		ck_assert_uint_eq(buf[199], 99);
+		ck_assert_uint_eq(buf[200], 5);
+		ck_assert_uint_eq(buf[255], 60);
+	}
+}
+END_TEST
+
+/* One WRITE of a sequence: on the append handle or the plain one. */
+struct wspec {
+	int append;
+	uint64_t off;
+	uint32_t len;
+};
+
+#define MAX_SEQ 8
+
+/* Run a sequence of pipelined WRITEs with merging limited to merge bytes
+ * (0: off) and the "disk" taking accept bytes; the statuses in st, the
+ * file's bytes in content (returns its length). */
+static size_t run_sequence(const struct wspec *seq, int n, size_t merge,
+                           size_t accept, int *st, uint8_t *content, size_t max)
+{
+	ssize_t got;
+	int fd, i;
+
+	ck_assert_int_eq(truncate(path, 0), 0);
+	coalesce_init(merge);
+	accept_bytes = accept;
+	num_ops = 0;
+	for (i = 0; i < n; i++)
+		write_req(seq[i].append ? append_idx : handle_idx, seq[i].off,
+		          seq[i].len);
+	ck_assert_int_eq(run_all(0, st, MAX_SEQ), n);
+	fd = open(path, O_RDONLY);
+	got = pread(fd, content, max, 0);
+	close(fd);
+	ck_assert_int_ge(got, 0);
+	return (size_t)got;
+}
+
+/* Issue 10: merging must never change any request's outcome.  Each
+ * sequence runs merged and one by one, with a disk that takes everything
+ * and with one that fills up part-way: same statuses, same file. */
+START_TEST(test_merging_never_changes_outcomes)
+{
+	static const struct wspec seqs[][MAX_SEQ] = {
+	    {{1, UINT64_MAX, 100}, {1, 0, 100}, {1, 0, 100}},
+	    {{1, 0, 10}, {1, UINT64_MAX, 10}, {1, 5, 10}, {1, 1ULL << 63, 10}},
+	    {{0, UINT64_MAX, 100}, {0, 0, 100}, {0, 100, 100}},
+	    {{0, 0, 100}, {0, 100, 100}, {0, 1ULL << 63, 100}, {0, 200, 100}},
+	    {{0, 0, 30000}, {0, 30000, 30000}, {0, 60000, 30000}},
+	    {{0, 0, 100}, {1, UINT64_MAX, 100}, {0, 100, 100}, {1, 7, 50}},
+	    {{0, (uint64_t)INT64_MAX, 1}, {0, 0, 10}, {0, 10, 10}},
+	};
+	static const size_t accepts[] = {(size_t)-1, 150, 45000, 0};
+	uint8_t a[200000], b[200000];
+	int sa[MAX_SEQ], sb[MAX_SEQ], n, i, k;
+	size_t s, la, lb;
+
+	for (s = 0; s < sizeof(seqs) / sizeof(seqs[0]); s++) {
+		for (n = 0; n < MAX_SEQ && seqs[s][n].len > 0; n++)
+			;
+		for (k = 0; k < (int)(sizeof(accepts) / sizeof(accepts[0]));
+		     k++) {
+			la = run_sequence(seqs[s], n, 256 * 1024, accepts[k],
+			                  sa, a, sizeof(a));
+			lb = run_sequence(seqs[s], n, 0, accepts[k], sb, b,
+			                  sizeof(b));
+			for (i = 0; i < n; i++)
+				ck_assert_msg(
+				    sa[i] == sb[i],
+				    "sequence %zu, disk %d, write %d: "
+				    "merged %d, alone %d",
+				    s, k, i, sa[i], sb[i]);
+			ck_assert_msg(la == lb && memcmp(a, b, la) == 0,
+			              "sequence %zu, disk %d: files differ", s,
+			              k);
+		}
+	}
 }
 END_TEST
 
@@ -448,6 +542,7 @@ int main(void)
 	tcase_add_test(tc, test_barrier_flushes);
 	tcase_add_test(tc, test_overlapping_read_flushes);
 	tcase_add_test(tc, test_append_handles_merge_in_order);
+	tcase_add_test(tc, test_merging_never_changes_outcomes);
 	tcase_add_test(tc, test_partial_failure_answers_each_request);
 	tcase_add_test(tc, test_merging_off);
 	suite_add_tcase(s, tc);

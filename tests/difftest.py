@@ -1057,9 +1057,8 @@ def sc_copy_data(s):
     src2 = s.h(s.open("big.bin", FXF_READ | FXF_WRITE))
     s.copy_data(src, 0, 10, src2, 100)         # same path, other handle
     s.close_handle(src2)
-    src3 = s.h(s.open(s.abs("big.bin"), FXF_READ | FXF_WRITE))
-    s.copy_data(src, 0, 10, src3, 100)         # same file, other name
-    s.close_handle(src3)
+    # The same file under another name: 9.2 copies, we refuse as 10.4
+    # does (sc_copy_data_same_file, server only).
     ro = s.h(s.open("f.txt", FXF_READ))
     wo = s.h(s.open("wonly", FXF_WRITE | FXF_CREAT))
     # A destination that cannot be written: see sc_copy_data_failure.
@@ -1082,6 +1081,96 @@ def sc_copy_data(s):
     s.close_handle(src)
     s.lstat("copy1")
     s.lstat("wonly")
+
+
+def fx_special(r):
+    fx_basic(r)
+    os.mkfifo(r + b"/fifo", 0o644)
+    sk = socket.socket(socket.AF_UNIX)
+    sk.bind(r + b"/sock")
+    sk.close()
+    settimes(r)
+
+
+# FIFOs, sockets and character devices (issue 10 item 3): OpenSSH seeks
+# before every READ and WRITE (but a WRITE on an append handle), so a FIFO
+# answers FAILURE ("Illegal seek") while /dev/zero and /dev/null, whose
+# lseek works, are read and written.  Only opens that cannot block
+# OpenSSH: a FIFO opened for both reading and writing has its own reader
+# and writer.  Never enough bytes into the FIFO to fill it (OpenSSH would
+# block).
+@scenario(setup=fx_special)
+def sc_special_files(s):
+    f = s.h(s.open("fifo", FXF_READ | FXF_WRITE))
+    s.read(f, 0, 100)
+    s.read(f, 0, 0)
+    s.read(f, 2 ** 64 - 1, 10)
+    s.write(f, 0, b"into the fifo")
+    s.write(f, 0, b"")
+    s.fstat(f)
+    s.fsetstat(f, {"perm": 0o600})
+    s.fsetstat(f, {"size": 0})
+    s.fsync(f)
+    s.fstatvfs(f)
+    reg = s.h(s.open("f.txt", FXF_READ))
+    out = s.h(s.open("copy", FXF_WRITE | FXF_CREAT))
+    s.copy_data(f, 0, 0, out, 0)            # read_seek fails
+    s.copy_data(f, 0, 100, out, 0)
+    s.copy_data(reg, 0, 5, f, 0)            # write_seek fails
+    s.close_handle(f)
+    # an append handle does not seek: the bytes go into the pipe
+    a = s.h(s.open("fifo", FXF_READ | FXF_WRITE | FXF_APPEND))
+    s.write(a, 0, b"appended")
+    s.write(a, 2 ** 64 - 1, b"anywhere")
+    s.copy_data(reg, 0, 5, a, 0)
+    s.copy_data(reg, 0, 0, a, 2 ** 64 - 1)
+    s.read(a, 0, 10)
+    s.close_handle(a)
+    for p, fl in (("sock", FXF_READ), ("sock", FXF_WRITE),
+                  ("sock", FXF_READ | FXF_WRITE)):
+        s.open(p, fl)
+    s.opendir("sock")
+    s.opendir("fifo")
+    s.stat("fifo")
+    s.stat("sock")
+    # character devices: lseek works, so they are read and written
+    z = s.h(s.open("/dev/zero", FXF_READ | FXF_WRITE))
+    for off, ln in ((0, 100), (12345, 5000), (0, 0), (0, 261120),
+                    (0, 300000), (2 ** 63, 10), (2 ** 64 - 1, 10)):
+        s.read(z, off, ln)
+    s.write(z, 0, b"zeros")
+    s.write(z, 2 ** 64 - 1, b"far")
+    s.copy_data(z, 0, 100000, out, 0)
+    s.copy_data(z, 2 ** 63, 10, out, 0)
+    s.fstat(out)
+    s.close_handle(z)
+    n = s.h(s.open("/dev/null", FXF_READ | FXF_WRITE))
+    s.read(n, 0, 100)
+    s.read(n, 2 ** 64 - 1, 100)
+    s.read(n, 0, 0)
+    s.write(n, 0, b"discarded")
+    s.write(n, 2 ** 63, b"far")
+    s.copy_data(n, 0, 0, out, 0)            # to EOF: OK at once
+    s.copy_data(n, 0, 100, out, 0)          # EOF before any byte
+    s.copy_data(reg, 0, 0, n, 0)
+    s.copy_data(reg, 0, 0, n, 2 ** 64 - 1)
+    s.close_handle(n)
+    full = s.h(s.open("/dev/full", FXF_WRITE))
+    s.write(full, 0, b"no room")
+    s.copy_data(reg, 0, 0, full, 0)
+    s.close_handle(full)
+    na = s.h(s.open("/dev/null", FXF_WRITE | FXF_APPEND))
+    s.write(na, 2 ** 64 - 1, b"x")
+    s.copy_data(reg, 0, 0, na, 2 ** 64 - 1)
+    s.close_handle(na)
+    s.close_handle(out)
+    s.close_handle(reg)
+    s.realpath(".")
+
+
+@scenario(setup=fx_special, socketpair=True)
+def sc_special_files_socketpair(s):
+    sc_special_files(s)
 
 
 @scenario()
@@ -1726,6 +1815,113 @@ def sc_copy_data_failure(s):
         s.expect["copy-data " + desc] = "status NO_SUCH_FILE"
 
 
+def sc_copy_data_same_file(s):
+    """copy-data onto its own source through another name ("./f.txt", the
+    absolute path, a hard link): OpenSSH 10.4 refuses it by device and
+    inode before copying anything, and so do we; 9.2 copies (to end of
+    file: until the disk is full).  Deliberate difference from 9.2, so
+    checked for the server under test only."""
+    os.link(s.abs("f.txt"), s.abs("hl"))
+    with open(s.abs("f.txt"), "rb") as f:
+        before = f.read()
+    src = s.h(s.c.open("f.txt", FXF_READ))
+    cases = (("./f.txt", "./f.txt", FXF_WRITE),
+             ("absolute path", s.abs("f.txt"), FXF_WRITE),
+             ("hard link", "hl", FXF_WRITE),
+             ("append handle", "./f.txt", FXF_WRITE | FXF_APPEND),
+             ("read-write handle", "hl", FXF_READ | FXF_WRITE))
+    for desc, name, fl in cases:
+        dst = s.h(s.c.open(name, fl))
+        for what, args in (("to end of file", (0, 0, len(before))),
+                           ("10 bytes", (0, 10, 0))):
+            rep = s.c.copy_data(src, args[0], args[1], dst, args[2])
+            key = "copy-data %s onto f.txt via %s" % (what, desc)
+            s.record(key, "status %s" % sc.STATUS_NAMES.get(
+                getattr(rep, "code", None)))
+            s.expect[key] = "status FAILURE"
+        s.c.close_handle(dst)
+    # the other direction, and a real copy still works
+    dst = s.h(s.c.open("./f.txt", FXF_READ))
+    wsrc = s.h(s.c.open("f.txt", FXF_WRITE))
+    rep = s.c.copy_data(dst, 0, 0, wsrc, 0)
+    s.record("copy-data from ./f.txt onto f.txt", "status %s" % (
+        sc.STATUS_NAMES.get(getattr(rep, "code", None))))
+    s.expect["copy-data from ./f.txt onto f.txt"] = "status FAILURE"
+    out = s.h(s.c.open("copy", FXF_WRITE | FXF_CREAT))
+    rep = s.c.copy_data(src, 0, 0, out, 0)
+    s.record("copy-data onto another file", "status %s" % (
+        sc.STATUS_NAMES.get(getattr(rep, "code", None))))
+    s.expect["copy-data onto another file"] = "status OK"
+    for h in (dst, wsrc, out, src):
+        s.c.close_handle(h)
+    with open(s.abs("f.txt"), "rb") as f:
+        s.record("f.txt unchanged", str(f.read() == before))
+    s.expect["f.txt unchanged"] = "True"
+    with open(s.abs("copy"), "rb") as f:
+        s.record("copy holds f.txt", str(f.read() == before))
+    s.expect["copy holds f.txt"] = "True"
+    s.c.realpath(".")
+    log = s.c.stderr_bytes().replace(s.root, b"<ROOT>")
+    n = log.count(b" are the same file\r\n")
+    s.record("log lines for the refusals", str(n))
+    s.expect["log lines for the refusals"] = str(2 * len(cases) + 1)
+    line = (b'process_extended_copy_data: "f.txt" and "hl" are the same '
+            b'file\r\n')
+    s.record("log line", str(line in log))
+    s.expect["log line"] = "True"
+
+
+def sc_fifo_open(s):
+    """A FIFO opened for reading alone or for writing alone: OpenSSH's
+    open() waits for the other end (the whole server with it); ours opens
+    without waiting: for reading at once, for writing FAILURE while nobody
+    reads.  Nothing on the handles waits either (server only)."""
+    os.mkfifo(s.abs("fifo"))
+
+    def status_of(key, rep, want):
+        if rep.type == FXP_HANDLE:
+            got = "HANDLE"
+        elif rep.type == FXP_NAME:
+            got = "NAME"
+        else:
+            got = "status %s" % sc.STATUS_NAMES.get(getattr(rep, "code",
+                                                            None))
+        s.record(key, got)
+        s.expect[key] = want
+        return rep
+
+    status_of("open for writing, no reader", s.c.open("fifo", FXF_WRITE),
+              "status FAILURE")
+    r = status_of("open for reading", s.c.open("fifo", FXF_READ),
+                  "HANDLE").handle
+    w = status_of("open for writing, with a reader",
+                  s.c.open("fifo", FXF_WRITE), "HANDLE").handle
+    a = status_of("open for appending", s.c.open("fifo", FXF_WRITE
+                                                 | FXF_APPEND),
+                  "HANDLE").handle
+    status_of("READ", s.c.read(r, 0, 100), "status FAILURE")
+    status_of("WRITE", s.c.write(w, 0, b"x"), "status FAILURE")
+    status_of("WRITE on the append handle", s.c.write(a, 7, b"bytes"),
+              "status OK")
+    # more than the pipe holds: OpenSSH would wait for a reader forever
+    status_of("WRITE of 200000 bytes on the append handle",
+              s.c.write(a, 0, b"y" * 200000), "status FAILURE")
+    src = s.h(s.c.open("f.txt", FXF_READ))
+    status_of("copy-data from the FIFO", s.c.copy_data(r, 0, 0, a, 0),
+              "status FAILURE")
+    status_of("copy-data into the full FIFO",
+              s.c.copy_data(src, 0, 0, a, 0), "status FAILURE")
+    # pipelined: nothing waits behind the FIFO
+    reps = s.batch([("read", r, 0, 10), ("realpath", "."),
+                    ("read", src, 0, 5), ("read", r, 5, 10)], "pipelined")
+    s.record("pipelined replies", repr([x.type for x in reps]))
+    s.expect["pipelined replies"] = repr([sc.FXP_STATUS, FXP_NAME,
+                                          sc.FXP_DATA, sc.FXP_STATUS])
+    for h in (r, w, a, src):
+        status_of("close", s.c.close_handle(h), "status OK")
+    status_of("realpath after", s.c.realpath("."), "NAME")
+
+
 def sc_eof_drain(s):
     """stdin EOF: every complete request is answered (OpenSSH drops them:
     not compared, checked for the server under test only)."""
@@ -1869,6 +2065,9 @@ def sc_backpressure(s):
 
 NEW_ONLY = [("eof_drain", sc_eof_drain, False),
             ("copy_data_failure", sc_copy_data_failure, False),
+            ("copy_data_same_file", sc_copy_data_same_file, False),
+            ("fifo_open", sc_fifo_open, False),
+            ("fifo_open socketpair", sc_fifo_open, True),
             ("eof_drain socketpair", sc_eof_drain, True),
             ("eof_drain_writes", sc_eof_drain_writes, False),
             ("eof_drain_writes socketpair", sc_eof_drain_writes, True),
