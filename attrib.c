@@ -40,14 +40,16 @@ static int skip_extended(struct rbuf *r)
 		return BUF_ERR_FORMAT;
 
 	for (i = 0; i < count; i++) {
-		const uint8_t *type, *data;
+		const uint8_t *type, *data, *nul;
 		size_t type_len, data_len;
 
 		rc = rbuf_get_string(r, &type, &type_len);
 		if (rc != BUF_OK)
 			return rc;
-		/* OpenSSH reads the type as a C string. */
-		if (memchr(type, '\0', type_len) != NULL)
+		/* OpenSSH reads the type as a C string: a NUL may only end
+		 * it. */
+		nul = memchr(type, '\0', type_len);
+		if (nul != NULL && nul != type + type_len - 1)
 			return BUF_ERR_FORMAT;
 		rc = rbuf_get_string(r, &data, &data_len);
 		if (rc != BUF_OK)

@@ -15,7 +15,7 @@
 const char *field_error(const struct rbuf *r, int rc, int is_string);
 /* OpenSSH 9.2's text for attributes that failed to decode; saved is the
  * reader as it was before the attempt. */
-const char *attrib_error(struct rbuf saved, int rc);
+const char *attrib_error(struct rbuf saved);
 
 /* Record "<fn>: <step>: <why>" as the fatal line and return
  * HANDLER_PARSE_ERROR.  parse_fail is the common step "parse". */

@@ -239,6 +239,14 @@ START_TEST(test_extended_type_with_nul)
 	wbuf_put_string(&w, "", 0);
 	rbuf_init(&r, w.data, w.len);
 	ck_assert_int_eq(attrib_decode(&r, &out), BUF_ERR_FORMAT);
+	/* A NUL that ends the type is allowed, as sshbuf allows it. */
+	wbuf_reset(&w);
+	wbuf_put_u32(&w, SSH2_FILEXFER_ATTR_EXTENDED);
+	wbuf_put_u32(&w, 1);
+	wbuf_put_string(&w, "ab\0", 3);
+	wbuf_put_string(&w, "", 0);
+	rbuf_init(&r, w.data, w.len);
+	ck_assert_int_eq(attrib_decode(&r, &out), BUF_OK);
 	wbuf_free(&w);
 }
 END_TEST

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,6 +234,80 @@ START_TEST(test_init_and_unknowns)
 }
 END_TEST
 
+/* Every request whose fields are missing stops with OpenSSH's line for
+ * it, naming OpenSSH's function: no handler leaves the line to a default
+ * (the difftest compares the lines with OpenSSH's for every field). */
+START_TEST(test_every_parse_error_has_its_line)
+{
+	static const struct {
+		uint8_t type;
+		const char *ext, *line;
+	} cases[] = {
+	    {SSH2_FXP_OPEN, NULL, "process_open: parse"},
+	    {SSH2_FXP_CLOSE, NULL, "process_close: parse"},
+	    {SSH2_FXP_READ, NULL, "process_read: parse"},
+	    {SSH2_FXP_WRITE, NULL, "process_write: parse"},
+	    {SSH2_FXP_LSTAT, NULL, "process_do_stat: parse"},
+	    {SSH2_FXP_FSTAT, NULL, "process_fstat: parse"},
+	    {SSH2_FXP_SETSTAT, NULL, "process_setstat: parse"},
+	    {SSH2_FXP_FSETSTAT, NULL, "process_fsetstat: parse"},
+	    {SSH2_FXP_OPENDIR, NULL, "process_opendir: parse"},
+	    {SSH2_FXP_READDIR, NULL, "process_readdir: parse"},
+	    {SSH2_FXP_REMOVE, NULL, "process_remove: parse"},
+	    {SSH2_FXP_MKDIR, NULL, "process_mkdir: parse"},
+	    {SSH2_FXP_RMDIR, NULL, "process_rmdir: parse"},
+	    {SSH2_FXP_REALPATH, NULL, "process_realpath: parse"},
+	    {SSH2_FXP_STAT, NULL, "process_do_stat: parse"},
+	    {SSH2_FXP_RENAME, NULL, "process_rename: parse"},
+	    {SSH2_FXP_READLINK, NULL, "process_readlink: parse"},
+	    {SSH2_FXP_SYMLINK, NULL, "process_symlink: parse"},
+	    {SSH2_FXP_EXTENDED, NULL, "process_extended: parse"},
+	    {SSH2_FXP_EXTENDED, "posix-rename@openssh.com",
+	     "process_extended_posix_rename: parse"},
+	    {SSH2_FXP_EXTENDED, "statvfs@openssh.com",
+	     "process_extended_statvfs: parse"},
+	    {SSH2_FXP_EXTENDED, "fstatvfs@openssh.com",
+	     "process_extended_fstatvfs: parse"},
+	    {SSH2_FXP_EXTENDED, "hardlink@openssh.com",
+	     "process_extended_hardlink: parse"},
+	    {SSH2_FXP_EXTENDED, "fsync@openssh.com",
+	     "process_extended_fsync: parse"},
+	    {SSH2_FXP_EXTENDED, "lsetstat@openssh.com",
+	     "process_extended_lsetstat: parse"},
+	    {SSH2_FXP_EXTENDED, "expand-path@openssh.com",
+	     "process_extended_expand: parse"},
+	    {SSH2_FXP_EXTENDED, "copy-data",
+	     "process_extended_copy_data: buffer error"},
+	    {SSH2_FXP_EXTENDED, "home-directory",
+	     "process_extended_home_directory: parse"},
+	    {SSH2_FXP_EXTENDED, "users-groups-by-id@openssh.com",
+	     "process_extended_get_users_groups_by_id: parse"},
+	};
+	char want[128];
+	uint8_t body[64];
+	struct request *req;
+	size_t i, len;
+
+	reset_server();
+	srv.init_done = 1;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		poke_u32(body, 7); /* the id, and nothing else */
+		len = 4;
+		if (cases[i].ext != NULL) {
+			poke_u32(body + 4, (uint32_t)strlen(cases[i].ext));
+			memcpy(body + 8, cases[i].ext, strlen(cases[i].ext));
+			len = 8 + strlen(cases[i].ext);
+		}
+		req = make_request(cases[i].type, body, len);
+		ck_assert_int_eq(request_start(req), HANDLER_PARSE_ERROR);
+		snprintf(want, sizeof(want), "%s: incomplete message",
+		         cases[i].line);
+		ck_assert_str_eq(req->fatal, want);
+		request_free(req);
+	}
+}
+END_TEST
+
 START_TEST(test_old_clients_get_bare_status)
 {
 	static const uint8_t version[] = {0, 0, 0, 2};
@@ -263,6 +338,7 @@ int main(void)
 	tcase_add_test(tc, test_version_extensions);
 	tcase_add_test(tc, test_before_init_is_fatal);
 	tcase_add_test(tc, test_init_and_unknowns);
+	tcase_add_test(tc, test_every_parse_error_has_its_line);
 	tcase_add_test(tc, test_old_clients_get_bare_status);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -758,6 +758,7 @@ def sc_setstat(s):
         {"size": 3, "perm": 0o640, "atime": OLD2, "mtime": OLD,
          "uid": os.getuid(), "gid": os.getgid()},
         {"extended": [(b"x@y", b"z")]},
+        {"extended": [(b"ends-in-nul\x00", b"z"), (b"", b"")]},
         {"flags": 0x40},
     ]
     if IS_ROOT:
@@ -1569,6 +1570,91 @@ malformed("EOF mid-packet", packet(FXP_REALPATH, u32(1) + string("."))[:9],
 malformed("EOF mid-length", b"\x00\x00", close=True)
 malformed("EOF after complete length", u32(100), close=True)
 malformed("garbage", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", init=False)
+
+
+# Every field of every request, malformed every way OpenSSH tells apart
+# (issue 10 item 8): missing or cut short ("incomplete message"), a string
+# longer than what is left ("incomplete message") or past sshbuf's 128 MiB
+# cap ("string is too large"), a NUL inside a C string ("invalid format"),
+# attributes cut short, with a huge extended count (9.2 runs out of packet:
+# "incomplete message") or a NUL in an extended name ("invalid format").
+# The server must exit 255 with OpenSSH's fatal line; the -e logs are
+# compared line by line.
+HANDLE0 = b"\x00\x00\x00\x00"
+FIELD_VALID = {"path": string("f.txt"), "handle": string(HANDLE0),
+               "data": string(b"\x00\x00\x00\x00"), "u32": u32(3),
+               "u64": u64(5), "attrs": encode_attrs({"perm": 0o600})}
+REQUEST_FIELDS = [
+    ("OPEN", sc.FXP_OPEN, None, ("path", "u32", "attrs")),
+    ("CLOSE", sc.FXP_CLOSE, None, ("handle",)),
+    ("READ", sc.FXP_READ, None, ("handle", "u64", "u32")),
+    ("WRITE", sc.FXP_WRITE, None, ("handle", "u64", "data")),
+    ("LSTAT", sc.FXP_LSTAT, None, ("path",)),
+    ("FSTAT", sc.FXP_FSTAT, None, ("handle",)),
+    ("SETSTAT", sc.FXP_SETSTAT, None, ("path", "attrs")),
+    ("FSETSTAT", sc.FXP_FSETSTAT, None, ("handle", "attrs")),
+    ("OPENDIR", sc.FXP_OPENDIR, None, ("path",)),
+    ("READDIR", sc.FXP_READDIR, None, ("handle",)),
+    ("REMOVE", sc.FXP_REMOVE, None, ("path",)),
+    ("MKDIR", sc.FXP_MKDIR, None, ("path", "attrs")),
+    ("RMDIR", sc.FXP_RMDIR, None, ("path",)),
+    ("REALPATH", FXP_REALPATH, None, ("path",)),
+    ("STAT", sc.FXP_STAT, None, ("path",)),
+    ("RENAME", sc.FXP_RENAME, None, ("path", "path")),
+    ("READLINK", sc.FXP_READLINK, None, ("path",)),
+    ("SYMLINK", sc.FXP_SYMLINK, None, ("path", "path")),
+    ("EXTENDED", sc.FXP_EXTENDED, None, ("path",)),     # the name
+    ("posix-rename", sc.FXP_EXTENDED, "posix-rename@openssh.com",
+     ("path", "path")),
+    ("statvfs", sc.FXP_EXTENDED, "statvfs@openssh.com", ("path",)),
+    ("fstatvfs", sc.FXP_EXTENDED, "fstatvfs@openssh.com", ("handle",)),
+    ("hardlink", sc.FXP_EXTENDED, "hardlink@openssh.com", ("path", "path")),
+    ("fsync", sc.FXP_EXTENDED, "fsync@openssh.com", ("handle",)),
+    ("lsetstat", sc.FXP_EXTENDED, "lsetstat@openssh.com",
+     ("path", "attrs")),
+    ("expand-path", sc.FXP_EXTENDED, "expand-path@openssh.com", ("path",)),
+    ("copy-data", sc.FXP_EXTENDED, "copy-data",
+     ("handle", "u64", "u64", "handle", "u64")),
+    ("home-directory", sc.FXP_EXTENDED, "home-directory", ("path",)),
+    ("users-groups-by-id", sc.FXP_EXTENDED,
+     "users-groups-by-id@openssh.com", ("data", "data")),
+]
+
+
+def field_variants(kind):
+    """(label, bytes) of one malformed field of this kind."""
+    out = [("missing", b"")]
+    if kind in ("u32", "u64"):
+        out.append(("cut", FIELD_VALID[kind][:-1]))
+    if kind in ("path", "handle", "data"):
+        out += [("longer than the packet", u32(1000) + b"short"),
+                ("string too large", u32(0xFFFFFFF0) + b"abc"),
+                ("length at the cap", u32(0x8000000 - 4) + b"abc")]
+    if kind == "path":
+        out.append(("NUL inside", string(b"f.t\x00xt")))
+    if kind == "attrs":
+        out += [("flags cut", u32(sc.ATTR_SIZE)[:3]),
+                ("size missing", u32(sc.ATTR_SIZE) + b"\x00\x00"),
+                ("ext count huge", u32(sc.ATTR_EXTENDED) + u32(0xFFFFFFFF)),
+                ("ext count past the cap", u32(sc.ATTR_EXTENDED)
+                 + u32(0x100001) + string("a") + string("b")),
+                ("ext name with NUL", u32(sc.ATTR_EXTENDED) + u32(1)
+                 + string(b"a\x00b") + string("x")),
+                ("ext name too large", u32(sc.ATTR_EXTENDED) + u32(2)
+                 + string(b"a\x00") + string("x") + u32(0xFFFFFFF0)),
+                ("ext data too large", u32(sc.ATTR_EXTENDED) + u32(1)
+                 + string("a") + u32(0xFFFFFFF0))]
+    return out
+
+
+for _label, _type, _ext, _fields in REQUEST_FIELDS:
+    _head = u32(1) + (string(_ext) if _ext else b"")
+    for _i, _kind in enumerate(_fields):
+        _prefix = b"".join(FIELD_VALID[k] for k in _fields[:_i])
+        for _vname, _vbytes in field_variants(_kind):
+            malformed("%s field %d (%s) %s" % (_label, _i + 1, _kind,
+                                               _vname),
+                      packet(_type, _head + _prefix + _vbytes))
 
 
 # ----- unprivileged (EACCES and friends)
