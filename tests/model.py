@@ -21,6 +21,13 @@ the model byte for byte, and the server must exit 0 at stdin EOF.  Some
 seeds open the second handle with APPEND (writes go to the end of the file
 whatever their offset).
 
+Extreme offsets (issue 10): an append handle's WRITEs sometimes carry an
+offset that does not fit off_t (2^64-1, 2^63, ...), alone or as the run
+[2^64-1, 0, 0], and its contiguous runs then go on from there (wrapping
+past 2^64): all OK, appended in request order.  A plain handle's WRITE or
+READ at or past INT64_MAX is BAD_MESSAGE and changes nothing; a READ at
+2^62 is EOF.  Merging must not change any of these outcomes.
+
 A failure names the seed, the request and what differed, and prints a
 command line that replays that seed alone.
 
@@ -49,6 +56,11 @@ from sftpclient import (  # noqa: E402
 
 KIB = 1024
 MAX_IO = 64 * KIB
+U64 = 1 << 64
+I64_MAX = (1 << 63) - 1
+# Offsets no off_t can hold, and INT64_MAX, where no byte fits either (the
+# kernel refuses a position plus length past it).
+EXTREME = (U64 - 1, 1 << 63, U64 - 2, (1 << 63) + 12345, I64_MAX)
 
 
 class Mismatch(Exception):
@@ -71,7 +83,7 @@ class Req:
         self.length = None
         self.newsize = None
         self.expect = None
-        self.applied_at = None   # APPEND writes: where the model put them
+        self.applied_at = None   # where the model put the bytes (None: refused)
 
     def describe(self):
         if self.kind == "WRITE":
@@ -127,8 +139,8 @@ class Session:
         file offset pos in the model (for failure reports)."""
         out = []
         for r in reversed(self.reqs[:before]):
-            if r.kind == "WRITE":
-                at = r.applied_at if r.applied_at is not None else r.offset
+            if r.kind == "WRITE" and r.applied_at is not None:
+                at = r.applied_at
                 if at <= pos < at + r.length:
                     out.append("#%d(id %d) %s" % (r.index, r.id,
                                                   r.describe()))
@@ -152,6 +164,7 @@ class Session:
         hnames = list(handles)
         h = rng.choice(hnames)
         last_write = None
+        forced = []     # offsets the next WRITEs on h take
         p_switch, p_write, p_contig = (0.01, 0.97, 0.98) if stream else \
             (0.25, 0.56, 0.66)
         for _ in range(budget):
@@ -161,10 +174,23 @@ class Session:
             size = len(self.model)
             rid = c.next_id()
             r = rng.random()
-            if r < p_write:
+            if r < p_write and not hd["append"] and rng.random() < 0.02:
+                # past INT64_MAX on a plain handle: BAD_MESSAGE, no change
+                req = Req(len(self.reqs), bno, rid, "WRITE", h)
+                off, n = rng.choice(EXTREME), pick_size(rng)
+                req.offset, req.length = off, n
+                req.expect = ("STATUS", sc.FX_BAD_MESSAGE)
+                pkts.append(packet(FXP_WRITE, u32(rid) + string(hd["h"])
+                                   + u64(off) + string(rng.randbytes(n))))
+            elif r < p_write:
                 req = Req(len(self.reqs), bno, rid, "WRITE", h)
                 q = rng.random()
-                if q < p_contig:
+                if hd["append"] and not forced and rng.random() < 0.03:
+                    forced = [U64 - 1, 0, 0] if rng.random() < 0.5 \
+                        else [rng.choice(EXTREME)]
+                if forced:
+                    off = forced.pop(0)
+                elif q < p_contig:
                     off = cur[h]                       # contiguous run
                 elif q < 0.76:
                     off = cur[h] + rng.randint(1, 20000)   # gap
@@ -174,8 +200,9 @@ class Session:
                     off = size                         # at the end
                 else:
                     off = rng.randint(0, span)
-                if off > span:
+                if off > span and not hd["append"]:
                     off = rng.randint(0, max(0, size))
+                off %= U64
                 n = 32 * KIB if stream and rng.random() < 0.5 \
                     else pick_size(rng)
                 data = rng.randbytes(n)
@@ -186,7 +213,7 @@ class Session:
                 req.offset, req.length = off, n
                 req.applied_at = at
                 req.expect = ("OK",)
-                cur[h] = off + n
+                cur[h] = (off + n) % U64
                 last_write = (at, n)
                 pkts.append(packet(FXP_WRITE, u32(rid) + string(hd["h"])
                                    + u64(off) + string(data)))
@@ -194,6 +221,16 @@ class Session:
                 req = Req(len(self.reqs), bno, rid, "READ", h)
                 q = rng.random()
                 n = pick_size(rng)
+                if q < 0.02:
+                    # the lseek OpenSSH does first fails past INT64_MAX
+                    off = rng.choice(EXTREME + (1 << 62,))
+                    req.offset, req.length = off, n
+                    req.expect = ("STATUS", sc.FX_BAD_MESSAGE) \
+                        if off >= I64_MAX else ("EOF",)
+                    pkts.append(packet(FXP_READ, u32(rid) + string(hd["h"])
+                                       + u64(off) + u32(n)))
+                    self.reqs.append(req)
+                    continue
                 if q < 0.30 and last_write is not None:
                     at, wn = last_write                 # read back a write
                     off = rng.randint(max(0, at - 100), at + wn)
@@ -247,6 +284,10 @@ class Session:
         if kind == "OK":
             if not rep.is_status(FX_OK):
                 self.fail(req, "expected STATUS OK, got %r" % rep)
+        elif kind == "STATUS":
+            if not rep.is_status(req.expect[1]):
+                self.fail(req, "expected STATUS %s, got %r" % (
+                    sc.STATUS_NAMES.get(req.expect[1]), rep))
         elif kind == "EOF":
             if not rep.is_status(FX_EOF):
                 extra = ""
@@ -289,7 +330,7 @@ class Session:
         """The model's size when req arrived (recomputed for reports)."""
         size = 0
         for r in self.reqs[:req.index]:
-            if r.kind == "WRITE":
+            if r.kind == "WRITE" and r.applied_at is not None:
                 size = max(size, r.applied_at + r.length)
             elif r.kind == "FSETSTAT":
                 size = r.newsize
