@@ -192,11 +192,15 @@ int process_close(struct request *req)
 }
 
 /* OpenSSH seeks, then reads or writes, and names the failing step in its
- * log line.  We use one positioned call; EINVAL from it means the offset
- * was out of the file system's range, which is where lseek fails. */
-static const char *io_step(ssize_t err, const char *verb)
+ * log line.  On a regular file we use one positioned call; EINVAL from it
+ * means the offset was out of the file system's range, which is where
+ * lseek fails.  Anything else was seeked first (handle_seek): its EINVAL
+ * is the read's or write's own (a /dev/kmsg record longer than the READ). */
+static const char *io_step(int handle, ssize_t err, const char *verb)
 {
-	return err == -EINVAL ? "seek" : verb;
+	const struct handle *h = handle_get(handle, HANDLE_FILE);
+
+	return err == -EINVAL && h != NULL && h->is_regular ? "seek" : verb;
 }
 
 static void read_finish(struct request *req)
@@ -210,7 +214,8 @@ static void read_finish(struct request *req)
 		req->has_pipe = 0;
 	}
 	if (n == 0 && last < 0) {
-		error("process_read: %s \"%.100s\": %s", io_step(last, "read"),
+		error("process_read: %s \"%.100s\": %s",
+		      io_step(req->handle, last, "read"),
 		      handle_name(req->handle), strerror((int)-last));
 		send_status(req, errno_to_status((int)-last));
 		return;
@@ -351,8 +356,8 @@ static void write_finish(struct request *req)
 		                          : SSH2_FX_FAILURE);
 	} else {
 		error("process_write: %s \"%.100s\": %s",
-		      io_step(last, "write"), handle_name(req->handle),
-		      strerror((int)-last));
+		      io_step(req->handle, last, "write"),
+		      handle_name(req->handle), strerror((int)-last));
 		send_status(req, errno_to_status((int)-last));
 	}
 }

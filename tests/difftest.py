@@ -1156,6 +1156,11 @@ def sc_special_files(s):
     s.copy_data(reg, 0, 0, n, 0)
     s.copy_data(reg, 0, 0, n, 2 ** 64 - 1)
     s.close_handle(n)
+    # a terminal: its lseek fails as a FIFO's does
+    t = s.h(s.open("/dev/ptmx", FXF_READ | FXF_WRITE))
+    s.read(t, 0, 10)
+    s.write(t, 0, b"typed")
+    s.close_handle(t)
     full = s.h(s.open("/dev/full", FXF_WRITE))
     s.write(full, 0, b"no room")
     s.copy_data(reg, 0, 0, full, 0)
