@@ -81,17 +81,17 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
  * reading alone opens at once and writing alone fails (ENXIO) while
  * nobody reads.  Spare splice pipes hold descriptors: give them up before
  * telling the client it has too many files open. */
-static int open_file(const char *name, int flags, int mode)
+static int open_file(const char *name, int *flags, int mode)
 {
 	struct stat st;
 	int fd;
 
 	if (stat(name, &st) == 0 && S_ISFIFO(st.st_mode))
-		flags |= O_NONBLOCK;
-	fd = open(name, flags, mode);
+		*flags |= O_NONBLOCK;
+	fd = open(name, *flags, mode);
 	if (fd == -1 && errno == EMFILE) {
 		pipes_release_spares();
-		fd = open(name, flags, mode);
+		fd = open(name, *flags, mode);
 	}
 	return fd;
 }
@@ -101,16 +101,19 @@ static int open_file(const char *name, int flags, int mode)
  * wait here, they fail with EAGAIN (FAILURE) where OpenSSH would wait.
  * Everything else waits as usual (an io_uring read of a regular file
  * opened O_NONBLOCK would fail when its pages are not cached). */
-static int set_blocking_mode(const struct handle *h)
+static int set_blocking_mode(struct handle *h)
 {
-	int fl = fcntl(h->fd, F_GETFL), want;
+	int nonblock = S_ISFIFO(h->type) || S_ISCHR(h->type) ||
+	               S_ISSOCK(h->type);
+	int want = nonblock ? h->flags | O_NONBLOCK : h->flags & ~O_NONBLOCK;
 
-	if (fl == -1)
+	/* h->flags are the open flags: no system call for a regular file. */
+	if (want == h->flags)
+		return 0;
+	if (fcntl(h->fd, F_SETFL, want) == -1)
 		return -1;
-	want = S_ISFIFO(h->type) || S_ISCHR(h->type) || S_ISSOCK(h->type)
-	           ? fl | O_NONBLOCK
-	           : fl & ~O_NONBLOCK;
-	return want == fl ? 0 : fcntl(h->fd, F_SETFL, want);
+	h->flags = want;
+	return 0;
 }
 
 static DIR *open_dir(const char *path)
@@ -147,7 +150,7 @@ int process_open(struct request *req)
 	                         (flags & (O_CREAT | O_TRUNC)) != 0)) {
 		verbose("Refusing open request in read-only mode");
 		status = SSH2_FX_PERMISSION_DENIED;
-	} else if ((fd = open_file(name, flags, mode)) == -1) {
+	} else if ((fd = open_file(name, &flags, mode)) == -1) {
 		status = errno_to_status(errno);
 	} else if ((idx = handle_new(HANDLE_FILE, name, fd, NULL, flags)) ==
 	           -1) {
