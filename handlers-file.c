@@ -103,8 +103,8 @@ static int open_file(const char *name, int *flags, int mode)
  * opened O_NONBLOCK would fail when its pages are not cached). */
 static int set_blocking_mode(struct handle *h)
 {
-	int nonblock = S_ISFIFO(h->type) || S_ISCHR(h->type) ||
-	               S_ISSOCK(h->type);
+	int nonblock =
+	    S_ISFIFO(h->type) || S_ISCHR(h->type) || S_ISSOCK(h->type);
 	int want = nonblock ? h->flags | O_NONBLOCK : h->flags & ~O_NONBLOCK;
 
 	/* h->flags are the open flags: no system call for a regular file. */
