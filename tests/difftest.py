@@ -1957,6 +1957,9 @@ def sc_copy_data_same_file(s):
         s.record("copy holds f.txt", str(f.read() == before))
     s.expect["copy holds f.txt"] = "True"
     s.c.realpath(".")
+    # the whole log: the server (and anything filtering its stderr, as
+    # seccomp-suite.sh does) has exited
+    s.c.finish()
     log = s.c.stderr_bytes().replace(s.root, b"<ROOT>")
     n = log.count(b" are the same file\r\n")
     s.record("log lines for the refusals", str(n))
