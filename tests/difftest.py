@@ -691,9 +691,9 @@ def sc_write(s):
     s.write(a, 1000, b"app2\n")
     s.write(a, 2 ** 64 - 1, b"app3\n")   # even one no off_t holds
     # pipelined (merged by our server): the same answers
-    s.batch([("write", a, 2 ** 64 - 1, b"x" * 100), ("write", a, 0, b"y" * 100),
-             ("write", a, 0, b"z" * 100), ("write", a, 2 ** 63, b"w" * 10)],
-            "append")
+    s.batch([("write", a, 2 ** 64 - 1, b"x" * 100),
+             ("write", a, 0, b"y" * 100), ("write", a, 0, b"z" * 100),
+             ("write", a, 2 ** 63, b"w" * 10)], "append")
     s.fstat(a)
     s.close_handle(a)
     a = s.h(s.open("f.txt", FXF_READ | FXF_APPEND))

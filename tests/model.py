@@ -83,7 +83,7 @@ class Req:
         self.length = None
         self.newsize = None
         self.expect = None
-        self.applied_at = None   # where the model put the bytes (None: refused)
+        self.applied_at = None   # where the model put it (None: refused)
 
     def describe(self):
         if self.kind == "WRITE":
