@@ -11,7 +11,7 @@ set -eu
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 find_server
-PAGE=${MANPAGE:-$top_srcdir/uring-sftp-server.8}
+PAGE=${MANPAGE:-${top_srcdir:-$TESTS_DIR/..}/uring-sftp-server.8}
 [ -f "$PAGE" ] || skip_all "no man page at $PAGE"
 make_workdir manpage
 
