@@ -72,18 +72,25 @@ def rows_from_table(path):
     pinned = []
     num = re.compile(r"^\d+(\.\d+)?$")
     with open(path) as f:
-        for line in f:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) < 3 or not num.match(cells[1]):
-                continue
-            label = cells[0].replace("`", "")
-            r = float(cells[1])
-            c = float(cells[2]) if num.match(cells[2]) else None
-            rows.append((label, r, r, r, c, c, c))
-            if len(cells) >= 5 and num.match(cells[3]):
-                pr = float(cells[3])
-                pc = float(cells[4]) if num.match(cells[4]) else None
-                pinned.append((label + " (pinned)", pr, pr, pr, pc, pc, pc))
+        lines = f.read().splitlines()
+    # In a README, only the "## Benchmarks" section.
+    heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    start = [i for i in heads if lines[i].startswith("## Benchmarks")]
+    if start:
+        end = [i for i in heads if i > start[0]]
+        lines = lines[start[0]:end[0] if end else len(lines)]
+    for line in lines:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not num.match(cells[1]):
+            continue
+        label = cells[0].replace("`", "")
+        r = float(cells[1])
+        c = float(cells[2]) if num.match(cells[2]) else None
+        rows.append((label, r, r, r, c, c, c))
+        if len(cells) >= 5 and num.match(cells[3]):
+            pr = float(cells[3])
+            pc = float(cells[4]) if num.match(cells[4]) else None
+            pinned.append((label + " (pinned)", pr, pr, pr, pc, pc, pc))
     return rows + pinned
 
 
