@@ -22,6 +22,9 @@
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/lsan_interface.h>
 #endif
+#ifdef STATIC_BINARY
+#include <nss.h>
+#endif
 
 #include "backend.h"
 #include "coalesce.h"
@@ -148,6 +151,21 @@ static void set_user_without_passwd(void)
 		name = NULL;
 	srv.user = name;
 	srv.home = strdup(home != NULL && home[0] == '/' ? home : "/");
+}
+
+/*
+ * A static executable must not let glibc load NSS modules: for a name not
+ * in /etc/passwd it would dlopen what nsswitch.conf names next (Debian:
+ * libnss_systemd), which crashes a static program.  glibc reads
+ * /etc/passwd and /etc/group itself, so names come from there only.  In a
+ * jail without nsswitch.conf that is glibc's default anyway.
+ */
+static void nss_files_only(void)
+{
+#ifdef STATIC_BINARY
+	(void)__nss_configure_lookup("passwd", "files");
+	(void)__nss_configure_lookup("group", "files");
+#endif
 }
 
 static void set_handle_limit(void)
@@ -499,6 +517,7 @@ int main(int argc, char **argv)
 	closefrom(STDERR_FILENO + 1);
 	progname = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	log_init(progname, LOG_LEVEL_ERROR, LOG_AUTH, 0);
+	nss_files_only();
 	pw = getpwuid(getuid());
 	if (pw != NULL) {
 		srv.user = strdup(pw->pw_name);
