@@ -13,10 +13,12 @@
 #                 works (sshd needs the user's shell inside the jail)
 #   loginshell    no ForceCommand: the Subsystem line names the server,
 #                 run through the login shell, with -l VERBOSE
-# Each uploads, downloads, lists and renames inside the jail, tries to reach
-# files outside it (absolute paths, .., a symlink; all must fail), runs a
-# command (it must not run), and checks the server's syslog lines, which
-# reach a /dev/log socket this test binds inside the jail.
+# First, outside any jail, the static server lists a file whose owner has
+# no passwd entry (glibc must not load NSS modules into a static program).
+# Each phase uploads, downloads, lists and renames inside the jail, tries
+# to reach files outside it (absolute paths, .., a symlink; all must
+# fail), runs a command (it must not run), and checks the server's syslog
+# lines, which reach a /dev/log socket this test binds inside the jail.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -37,6 +39,26 @@ if readelf -l "$JAIL_SERVER" | grep -q INTERP; then
 fi
 [ -x "$PYTHON3" ] || skip_all "no Python at $PYTHON3"
 make_workdir jail
+
+# Outside a jail first, where /etc/nsswitch.conf names NSS modules a static
+# program must not load: a listing with an owner missing from /etc/passwd.
+mkdir "$WORK/nss"
+: >"$WORK/nss/orphan"
+NOBODY_ID=4000123
+while getent passwd "$NOBODY_ID" >/dev/null || getent group "$NOBODY_ID" >/dev/null; do
+	NOBODY_ID=$((NOBODY_ID + 1))
+done
+chown "$NOBODY_ID:$NOBODY_ID" "$WORK/nss/orphan"
+echo "ls -l $WORK/nss" >"$WORK/nss.batch"
+list_orphan() {
+	if sftp -D "$JAIL_SERVER" -b "$WORK/nss.batch" >"$WORK/nss.out" 2>&1 &&
+		grep -q " $NOBODY_ID *$NOBODY_ID .*orphan" "$WORK/nss.out"; then
+		return 0
+	fi
+	sed 's/^/    /' "$WORK/nss.out"
+	return 1
+}
+check "static server outside a jail lists an unknown owner's file" list_orphan
 
 # sshd refuses a ChrootDirectory with any component not owned by root or
 # writable by group or others, so not below /tmp: below /var/lib.
