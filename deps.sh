@@ -19,6 +19,7 @@ PACKAGES=(
 	liburing-dev libbsd-dev check
 	openssh-client openssh-server openssh-sftp-server
 	python3 python3-paramiko lftp
+	mandoc debhelper gnuplot-nox
 )
 
 say() { printf '==> %s\n' "$*"; }

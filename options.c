@@ -22,6 +22,9 @@
 #define WRITE_MERGE_DEFAULT (256 * 1024)
 #define WRITE_MERGE_MAX (4 * 1024 * 1024)
 
+/* Words in a -c command we parse as options (parse_shell_command). */
+#define SHELL_COMMAND_WORDS_MAX 64
+
 /* match_list looks at no more than this many names of a list. */
 #define NAME_LIST_MAX 40
 
@@ -295,22 +298,40 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 	return OPTIONS_RUN;
 }
 
-int parse_options(struct options *o, int argc, char **argv, const char *user,
-                  const char *home, unsigned long uid)
+/*
+ * Split a -c command at spaces and tabs into words[0..max-1] (pointers
+ * into the copy *text, which the caller frees).  Returns the word count,
+ * or -1 if there are more than max - 1 words or no memory.
+ */
+static int split_words(const char *command, char **text, char **words, int max)
 {
-	const char *prog = base_name(argc > 0 ? argv[0] : NULL);
+	char *p, *save = NULL;
+	int n = 0;
+
+	if ((*text = strdup(command)) == NULL)
+		return -1;
+	for (p = strtok_r(*text, " \t", &save); p != NULL;
+	     p = strtok_r(NULL, " \t", &save)) {
+		if (n == max - 1)
+			return -1;
+		words[n++] = p;
+	}
+	words[n] = NULL;
+	return n;
+}
+
+/*
+ * The getopt loop over argv.  Returns OPTIONS_RUN, OPTIONS_EXIT_OK, or -1
+ * when it stopped at -c; *command is then the argument after a separate
+ * "-c", or NULL.
+ */
+static int parse_argv(struct options *o, int argc, char **argv,
+                      const char *prog, const char *user, const char *home,
+                      unsigned long uid, const char **command)
+{
 	int ch, result;
 
-	set_defaults(o);
-	free_owned_strings();
-
-	/*
-	 * As in OpenSSH, errors found while parsing go to syslog at the
-	 * default level, even with -e: logging is only set up for real
-	 * once all options are known.
-	 */
-	log_init(prog, o->log_level, o->log_facility, 0);
-
+	*command = NULL;
 	/* glibc starts over, resetting its internal state, at optind 0. */
 	optind = 0;
 	opterr = 0;
@@ -323,9 +344,65 @@ int parse_options(struct options *o, int argc, char **argv, const char *user,
 			                            home, uid);
 		if (result == OPTIONS_EXIT_OK)
 			return OPTIONS_EXIT_OK;
-		if (result < 0)
-			break;
+		if (result < 0) {
+			if (optind < argc &&
+			    strcmp(argv[optind - 1], "-c") == 0)
+				*command = argv[optind];
+			return -1;
+		}
 	}
+	return OPTIONS_RUN;
+}
+
+/*
+ * "PROG -c COMMAND" is how sshd runs a command through a login shell, so
+ * it reaches us when this program is the user's shell (the jail recipe).
+ * OpenSSH's server ignores COMMAND.  We do too, unless its first word
+ * names this program (the same file name as argv[0]): then COMMAND is a
+ * Subsystem or ForceCommand line for us, and its other words are parsed
+ * as our options.  No quoting: words are split at spaces and tabs, and a
+ * -c among them ends parsing without looking further.
+ */
+static int parse_shell_command(struct options *o, const char *command,
+                               const char *prog, const char *user,
+                               const char *home, unsigned long uid)
+{
+	char *words[SHELL_COMMAND_WORDS_MAX], *text;
+	const char *ignored;
+	int n, result;
+
+	n = split_words(command, &text, words, SHELL_COMMAND_WORDS_MAX);
+	if (n < 1 || strcmp(base_name(words[0]), prog) != 0) {
+		free(text);
+		return OPTIONS_RUN;
+	}
+	result = parse_argv(o, n, words, prog, user, home, uid, &ignored);
+	free(text);
+	return result == OPTIONS_EXIT_OK ? OPTIONS_EXIT_OK : OPTIONS_RUN;
+}
+
+int parse_options(struct options *o, int argc, char **argv, const char *user,
+                  const char *home, unsigned long uid)
+{
+	const char *prog = base_name(argc > 0 ? argv[0] : NULL);
+	const char *command;
+	int result;
+
+	set_defaults(o);
+	free_owned_strings();
+
+	/*
+	 * As in OpenSSH, errors found while parsing go to syslog at the
+	 * default level, even with -e: logging is only set up for real
+	 * once all options are known.
+	 */
+	log_init(prog, o->log_level, o->log_facility, 0);
+
+	result = parse_argv(o, argc, argv, prog, user, home, uid, &command);
+	if (result < 0 && command != NULL)
+		result = parse_shell_command(o, command, prog, user, home, uid);
+	if (result == OPTIONS_EXIT_OK)
+		return OPTIONS_EXIT_OK;
 
 	/*
 	 * The real set-up: a bad -l ends the program here, a bad -f too

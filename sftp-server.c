@@ -22,6 +22,9 @@
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/lsan_interface.h>
 #endif
+#ifdef STATIC_BINARY
+#include <nss.h>
+#endif
 
 #include "backend.h"
 #include "coalesce.h"
@@ -129,6 +132,40 @@ static const char *client_address(void)
 	}
 	snprintf(addr, sizeof(addr), "%.*s", (int)(space - conn), conn);
 	return addr;
+}
+
+/*
+ * No passwd entry for our uid: typical inside a ChrootDirectory jail that
+ * holds nothing but this program.  OpenSSH's server exits here; we go on
+ * with the numeric uid as the user name and sshd's $HOME (the home
+ * directory from the passwd entry sshd saw outside the jail) or "/".
+ * The name only appears in log lines and -d's %u; the kernel, not the
+ * name, decides what the session may touch.
+ */
+static void set_user_without_passwd(void)
+{
+	const char *home = getenv("HOME");
+	char *name;
+
+	if (asprintf(&name, "%lu", (unsigned long)getuid()) == -1)
+		name = NULL;
+	srv.user = name;
+	srv.home = strdup(home != NULL && home[0] == '/' ? home : "/");
+}
+
+/*
+ * A static executable must not let glibc load NSS modules: for a name not
+ * in /etc/passwd it would dlopen what nsswitch.conf names next (Debian:
+ * libnss_systemd), which crashes a static program.  glibc reads
+ * /etc/passwd and /etc/group itself, so names come from there only.  In a
+ * jail without nsswitch.conf that is glibc's default anyway.
+ */
+static void nss_files_only(void)
+{
+#ifdef STATIC_BINARY
+	(void)__nss_configure_lookup("passwd", "files");
+	(void)__nss_configure_lookup("group", "files");
+#endif
 }
 
 static void set_handle_limit(void)
@@ -480,18 +517,24 @@ int main(int argc, char **argv)
 	closefrom(STDERR_FILENO + 1);
 	progname = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	log_init(progname, LOG_LEVEL_ERROR, LOG_AUTH, 0);
-	if ((pw = getpwuid(getuid())) == NULL) {
-		fprintf(stderr, "No user found for uid %lu\n",
-		        (unsigned long)getuid());
-		return 1;
+	nss_files_only();
+	pw = getpwuid(getuid());
+	if (pw != NULL) {
+		srv.user = strdup(pw->pw_name);
+		srv.home = strdup(pw->pw_dir);
+	} else {
+		set_user_without_passwd();
 	}
-	srv.user = strdup(pw->pw_name);
-	srv.home = strdup(pw->pw_dir);
+	if (srv.user == NULL || srv.home == NULL)
+		fatal_exit(255, "out of memory");
 	if (parse_options(&srv.opt, argc, argv, srv.user, srv.home,
-	                  (unsigned long)pw->pw_uid) == OPTIONS_EXIT_OK)
+	                  (unsigned long)getuid()) == OPTIONS_EXIT_OK)
 		return 0;
 	log_init(progname, srv.opt.log_level, srv.opt.log_facility,
 	         srv.opt.log_stderr);
+	if (pw == NULL)
+		verbose("no passwd entry for uid %lu: user \"%s\", home \"%s\"",
+		        (unsigned long)getuid(), srv.user, srv.home);
 	log_set_cleanup(log_cleanup);
 	/* Keep other processes of this user out of our memory. */
 	if (prctl(PR_SET_DUMPABLE, 0) != 0)

@@ -16,4 +16,18 @@ if [ -z "${LOAD:-}" ]; then
 fi
 export LOAD
 
-exec /usr/bin/python3 "$here/compare.py" "$@"
+# The chart (ratios.svg beside results.json, bench/chart.py) is drawn from
+# what this run's compare.py wrote, also when a transfer failed; an old
+# results.json is never drawn, and a missing gnuplot only costs the chart.
+out=${BENCH_OUT:-$here/out}
+mkdir -p "$out"
+stamp=$out/.run-started
+: >"$stamp"
+status=0
+/usr/bin/python3 "$here/compare.py" "$@" || status=$?
+if [ "$out/results.json" -nt "$stamp" ]; then
+	/usr/bin/python3 "$here/chart.py" "$out/results.json" "$out/ratios.svg" ||
+		echo "compare.sh: no chart drawn" >&2
+fi
+rm -f "$stamp"
+exit "$status"

@@ -434,6 +434,51 @@ START_TEST(test_c_stops_parsing)
 }
 END_TEST
 
+/* The login-shell form "PROG -c COMMAND": COMMAND's words are options
+ * when its first word names this program, else ignored as by OpenSSH. */
+START_TEST(test_c_command_options)
+{
+	char *ours[] = {"uring-sftp-server", "-c",
+	                "/usr/libexec/uring-sftp-server  -R\t-l INFO -d ~/up",
+	                NULL};
+	char *openssh[] = {"uring-sftp-server", "-c",
+	                   "/usr/lib/openssh/sftp-server -R", NULL};
+	char *bundled[] = {"uring-sftp-server", "-ec", "uring-sftp-server -R",
+	                   NULL};
+	char *nested[] = {"uring-sftp-server", "-c",
+	                  "uring-sftp-server -e -c uring-sftp-server -R", NULL};
+	char *operand[] = {"uring-sftp-server", "-c",
+	                   "uring-sftp-server -e 2>>/log -R", NULL};
+	char *bad[] = {"uring-sftp-server", "-c", "uring-sftp-server -Z", NULL};
+	char *query[] = {"uring-sftp-server", "-c",
+	                 "uring-sftp-server -Q requests", NULL};
+	struct options o;
+	char *out;
+
+	ck_assert_int_eq(parse(&o, ours), OPTIONS_RUN);
+	ck_assert_int_eq(o.readonly, 1);
+	ck_assert_int_eq(o.log_level, LOG_LEVEL_INFO);
+	ck_assert_str_eq(o.start_dir, TEST_HOME "/up");
+	ck_assert_int_eq(parse(&o, openssh), OPTIONS_RUN);
+	ck_assert_int_eq(o.readonly, 0);
+	/* Only a separate "-c" takes the next argument as the command. */
+	ck_assert_int_eq(parse(&o, bundled), OPTIONS_RUN);
+	ck_assert_int_eq(o.log_stderr, 1);
+	ck_assert_int_eq(o.readonly, 0);
+	ck_assert_int_eq(parse(&o, nested), OPTIONS_RUN);
+	ck_assert_int_eq(o.log_stderr, 1);
+	ck_assert_int_eq(o.readonly, 0);
+	ck_assert_int_eq(parse(&o, operand), OPTIONS_RUN);
+	ck_assert_int_eq(o.log_stderr, 1);
+	ck_assert_int_eq(o.readonly, 0);
+	ck_assert_int_eq(exit_status_of(bad), 1);
+	ck_assert_int_eq(parse_capturing_stdout(&o, query, &out),
+	                 OPTIONS_EXIT_OK);
+	ck_assert_ptr_nonnull(strstr(out, "open\n"));
+	free(out);
+}
+END_TEST
+
 START_TEST(test_operand_stops_parsing)
 {
 	char *argv[] = {"s", "-e", "extra", "-R", NULL};
@@ -842,6 +887,7 @@ int main(void)
 	tcase_add_test(opts, test_help_text);
 	tcase_add_test(opts, test_query_requests);
 	tcase_add_test(opts, test_c_stops_parsing);
+	tcase_add_test(opts, test_c_command_options);
 	tcase_add_test(opts, test_operand_stops_parsing);
 	tcase_add_test(opts, test_reentrant);
 	tcase_add_test(opts, test_backend_option);

@@ -18,7 +18,8 @@
 # In a --enable-sanitizers build valgrind cannot run; LeakSanitizer is used
 # instead, which only reports if the server runs it before _exit (see the
 # note printed then).  Without valgrind or sanitizers only the descriptor
-# checks run.
+# checks run, as for a static executable (--enable-static-binary), which
+# valgrind cannot check.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -35,6 +36,13 @@ if ldd "$SERVER" 2>/dev/null | grep -q libasan; then
 		note "the server ends with _exit() and never calls" \
 			"__lsan_do_leak_check(): LeakSanitizer cannot see its leaks"
 	fi
+elif readelf -h "$SERVER" >/dev/null 2>&1 &&
+	! readelf -l "$SERVER" | grep -q INTERP; then
+	# ./configure --enable-static-binary: valgrind cannot put its own
+	# malloc into a static executable and reports glibc's start-up.
+	MODE=none
+	note "a static executable: valgrind cannot check it; descriptor" \
+		"checks only"
 elif command -v valgrind >/dev/null; then
 	MODE=valgrind
 else

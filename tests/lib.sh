@@ -230,6 +230,68 @@ sys.exit(1)
 EOF
 }
 
+# need_sshd WHY: skip the whole test unless sshd ($SSHD, default
+# /usr/sbin/sshd) can run here: installed, we are root (WHY says what for),
+# and its privilege separation directory exists or can be made.
+need_sshd() {
+	SSHD=${SSHD:-/usr/sbin/sshd}
+	[ -x "$SSHD" ] || skip_all "$SSHD is not installed (openssh-server)"
+	if [ "$(id -u)" != 0 ]; then
+		skip_all "needs root ($1)"
+	fi
+	if [ ! -d /run/sshd ]; then
+		# Debian's service creates it.
+		mkdir -m 0755 /run/sshd 2>/dev/null ||
+			skip_all "cannot create /run/sshd (privilege separation directory)"
+		note "created /run/sshd"
+	fi
+}
+
+# launch_sshd NAME: start sshd (-D, $SSHD, default /usr/sbin/sshd) on a
+# free port of 127.0.0.1 with $WORK/sshd_config.NAME: the port, host key
+# $WORK/host_ed25519, public keys only, no PAM, no forwarding, then what
+# the caller's function sshd_config_body prints.  Sets
+# PORT and SSHD_PID (stopped at exit); sshd's log is $WORK/sshd.NAME.log.
+# Tries three ports; a configuration that sshd -t rejects skips the whole
+# test.
+launch_sshd() {
+	local cfg=$WORK/sshd_config.$1 sshd=${SSHD:-/usr/sbin/sshd}
+	for _ in 1 2 3; do
+		PORT=$(free_port)
+		{
+			cat <<EOF
+Port $PORT
+ListenAddress 127.0.0.1
+HostKey $WORK/host_ed25519
+PidFile $WORK/sshd.$1.pid
+StrictModes no
+UsePAM no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AllowTcpForwarding no
+X11Forwarding no
+PrintMotd no
+EOF
+			sshd_config_body
+		} >"$cfg"
+		if ! "$sshd" -t -f "$cfg" >"$WORK/sshd-t.log" 2>&1; then
+			cat "$WORK/sshd-t.log"
+			skip_all "sshd rejects the test configuration"
+		fi
+		"$sshd" -D -e -f "$cfg" 2>"$WORK/sshd.$1.log" &
+		SSHD_PID=$!
+		CLEANUP_PIDS+=("$SSHD_PID")
+		if wait_port "$PORT" 10; then
+			return 0
+		fi
+		kill "$SSHD_PID" 2>/dev/null || true
+		wait "$SSHD_PID" 2>/dev/null || true
+		tail -n 5 "$WORK/sshd.$1.log"
+	done
+	return 1
+}
+
 # mkrandom FILE BYTES: a file of random bytes.
 mkrandom() {
 	head -c "$2" /dev/urandom >"$1"
