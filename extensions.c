@@ -22,6 +22,7 @@
 #include "attrib.h"
 #include "backend.h"
 #include "buf.h"
+#include "confine.h"
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
@@ -98,9 +99,10 @@ int process_extended_statvfs(struct request *req)
 {
 	struct statvfs st;
 	char *path;
+	int rc;
 
-	if (get_path(req, "process_extended_statvfs", &path) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_extended_statvfs", &path)) != 0)
+		return rc;
 	debug3("request %u: statvfs", req->id);
 	logit("statvfs \"%s\"", path);
 	if (statvfs(path, &st) != 0)
@@ -272,10 +274,10 @@ int process_extended_expand(struct request *req)
 {
 	char cwd[PATH_MAX], resolved[PATH_MAX];
 	char *path, *full;
-	int no_user;
+	int no_user, rc;
 
-	if (get_path(req, "process_extended_expand", &path) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_extended_expand", &path)) != 0)
+		return rc;
 	if (getcwd(cwd, sizeof(cwd)) == NULL) {
 		send_errno(req);
 		free(path);
@@ -527,18 +529,32 @@ int process_extended_copy_data(struct request *req)
 /* OpenSSH 9.2 checks that the named user exists but answers with the
  * caller's own home (and "" is FAILURE); 9.8 answers "" with the caller's
  * home and a named user with that user's.  We keep 9.2's answers. */
+/* A confined session cannot read the user database (it is outside), but
+ * knows its own user. */
+static int user_known(const char *user)
+{
+	if (confine_active() && strcmp(user, srv.user) == 0)
+		return 1;
+	return getpwnam(user) != NULL;
+}
+
 int process_extended_home_directory(struct request *req)
 {
+	const char *home;
 	char *user;
+	int rc;
 
-	if (get_path(req, "process_extended_home_directory", &user) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_extended_home_directory", &user)) != 0)
+		return rc;
 	debug3("request %u: home-directory \"%s\"", req->id, user);
-	if (getpwnam(user) == NULL) {
+	if (!user_known(user)) {
 		send_status(req, SSH2_FX_FAILURE);
 	} else {
-		verbose("home-directory \"%s\"", srv.home);
-		send_one_name(req, srv.home);
+		/* A confined session's home is where it starts, as for "~"
+		 * in expand-path. */
+		home = confine_active() ? confine_start_dir() : srv.home;
+		verbose("home-directory \"%s\"", home);
+		send_one_name(req, home);
 	}
 	free(user);
 	return HANDLER_DONE;

@@ -14,9 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
+#include "parse.h"
 #include "pipes.h"
 #include "readahead.h"
 #include "reply.h"
@@ -104,7 +106,7 @@ int process_open(struct request *req)
 	struct attrib a;
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
-	int flags, mode, fd, idx;
+	int flags, mode, fd, idx, rc;
 
 	if (rbuf_get_cstring(&req->body, &name) != BUF_OK)
 		return HANDLER_PARSE_ERROR;
@@ -113,6 +115,8 @@ int process_open(struct request *req)
 		free(name);
 		return HANDLER_PARSE_ERROR;
 	}
+	if ((rc = confine_path(req, "process_open", 0, &name)) != 0)
+		return rc;
 	debug3("request %u: open flags %d", req->id, pflags);
 	flags = flags_from_portable(pflags);
 	mode = (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? (int)a.perm : 0666;
@@ -410,10 +414,12 @@ int process_opendir(struct request *req)
 {
 	char *path;
 	DIR *dirp;
-	int idx;
+	int idx, rc;
 
 	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
 		return HANDLER_PARSE_ERROR;
+	if ((rc = confine_path(req, "process_opendir", 0, &path)) != 0)
+		return rc;
 	debug3("request %u: opendir", req->id);
 	logit("opendir \"%s\"", path);
 	if ((dirp = open_dir(path)) == NULL) {
@@ -428,19 +434,25 @@ int process_opendir(struct request *req)
 	return HANDLER_DONE;
 }
 
-/* Append one NAME entry: file name, long name, lstat attributes. */
-static int put_dir_entry(struct request *req, const char *dir, const char *name,
-                         time_t now)
+/* Append one NAME entry: file name, long name, lstat attributes.  The
+ * entry is looked up in the directory the handle holds open, not by its
+ * path again: that may lead elsewhere by now (and out of --confine). */
+static int put_dir_entry(struct request *req, DIR *dirp, const char *dir,
+                         const char *name, time_t now)
 {
-	char path[PATH_MAX], *longname;
+	char *longname;
 	struct attrib a;
 	struct stat st;
 	int rc;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir,
-	                     strcmp(dir, "/") ? "/" : "",
-	                     name) >= sizeof(path) ||
-	    lstat(path, &st) == -1)
+	/* The confinement directory's ".." is outside: show it as itself,
+	 * as a chroot does. */
+	const char *look = name;
+
+	if (confine_active() && strcmp(name, "..") == 0 &&
+	    strcmp(dir, confine_root()) == 0)
+		look = ".";
+	if (fstatat(dirfd(dirp), look, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return 0; /* skipped, as OpenSSH skips entries it cannot stat */
 	if ((longname = ls_longname(name, &st, now)) == NULL)
 		return 0;
@@ -486,7 +498,7 @@ int process_readdir(struct request *req)
 	if (wbuf_put_u32(&req->reply, 0) != BUF_OK) /* count, patched below */
 		fatal_exit(255, "process_readdir: encode failed");
 	while (count < READDIR_BATCH && (dp = readdir(h->dirp)) != NULL)
-		count += put_dir_entry(req, h->name, dp->d_name, now);
+		count += put_dir_entry(req, h->dirp, h->name, dp->d_name, now);
 	if (count == 0) {
 		send_status(req, SSH2_FX_EOF);
 		return HANDLER_DONE;

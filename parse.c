@@ -2,12 +2,19 @@
  * malformed.  The texts are OpenSSH 9.2's, which the difftest compares. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "confine.h"
 #include "handle.h"
+#include "handlers.h"
+#include "log.h"
 #include "parse.h"
+#include "reply.h"
 #include "sftp.h"
+#include "status.h"
 
 /* sshbuf refuses a string whose length word passes its 128 MiB cap before
  * it looks at what is left, and says so differently. */
@@ -73,22 +80,71 @@ int parse_fail(struct request *req, const char *fn, const char *why)
 	return parse_fail_step(req, fn, "parse", why);
 }
 
+/*
+ * The choke point of --confine: every path a request carries comes through
+ * here, and under confinement leaves as its resolution beneath the
+ * confinement directory (confine_resolve), so that the handler's system
+ * call cannot reach outside whatever the path, its symlinks or its ".."
+ * say.  argi is the path's place among the request's paths; the handler
+ * table says whether the request follows a final symlink there.  A path
+ * that cannot be resolved is answered here with its status.
+ */
+int confine_path(struct request *req, const char *fn, int argi, char **path)
+{
+	char resolved[PATH_MAX], *copy;
+	int use = PATH_FOLLOW, rc;
+
+	if (!confine_active())
+		return 0;
+	if (req->handler != NULL && argi < 2)
+		use = req->handler->path_use[argi];
+	if (use == PATH_NOT_RESOLVED)
+		return 0;
+	rc = confine_resolve(*path, use == PATH_FOLLOW, resolved);
+	if (rc == 0 && (copy = strdup(resolved)) == NULL)
+		fatal_exit(255, "%s: out of memory", fn);
+	free(*path);
+	*path = NULL;
+	if (rc != 0) {
+		send_status(req, errno_to_status(-rc));
+		/* A handler that takes any failure here for a parse error
+		 * ends the session rather than running unconfined. */
+		snprintf(req->fatal, sizeof(req->fatal),
+		         "%s: path refused by --confine", fn);
+		return HANDLER_REFUSED;
+	}
+	*path = copy;
+	return 0;
+}
+
 int get_path(struct request *req, const char *fn, char **path)
 {
 	int rc = rbuf_get_cstring(&req->body, path);
 
 	if (rc != BUF_OK)
 		return parse_fail(req, fn, field_error(&req->body, rc, 1));
-	return 0;
+	return confine_path(req, fn, 0, path);
 }
 
 int get_two_paths(struct request *req, const char *fn, char **a, char **b)
 {
-	if (get_path(req, fn, a) != 0)
-		return HANDLER_PARSE_ERROR;
-	if (get_path(req, fn, b) != 0) {
+	int rc;
+
+	/* Both are read before either is resolved: a parse error in the
+	 * second wins over a refusal of the first, as without --confine. */
+	if ((rc = rbuf_get_cstring(&req->body, a)) != BUF_OK)
+		return parse_fail(req, fn, field_error(&req->body, rc, 1));
+	if ((rc = rbuf_get_cstring(&req->body, b)) != BUF_OK) {
 		free(*a);
-		return HANDLER_PARSE_ERROR;
+		return parse_fail(req, fn, field_error(&req->body, rc, 1));
+	}
+	if ((rc = confine_path(req, fn, 0, a)) != 0) {
+		free(*b);
+		return rc;
+	}
+	if ((rc = confine_path(req, fn, 1, b)) != 0) {
+		free(*a);
+		return rc;
 	}
 	return 0;
 }
@@ -99,15 +155,15 @@ int get_path_attrib(struct request *req, const char *fn, char **path,
 	struct rbuf saved;
 	int rc;
 
-	if (get_path(req, fn, path) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = rbuf_get_cstring(&req->body, path)) != BUF_OK)
+		return parse_fail(req, fn, field_error(&req->body, rc, 1));
 	saved = req->body;
 	rc = attrib_decode(&req->body, a);
 	if (rc != BUF_OK) {
 		free(*path);
 		return parse_fail(req, fn, attrib_error(saved, rc));
 	}
-	return 0;
+	return confine_path(req, fn, 0, path);
 }
 
 /* A handle is a string on the wire, so it fails as a string does. */

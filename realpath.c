@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "realpath.h"
 
 /*
@@ -215,6 +216,16 @@ char *sftp_realpath(const char *path, char *resolved)
 	if (path[0] == '\0') {
 		errno = ENOENT;
 		return NULL;
+	}
+	if (confine_active()) {
+		/* The same resolution as every other path of the session. */
+		int rc = confine_resolve(path, 1, resolved);
+
+		if (rc != 0) {
+			errno = -rc;
+			return NULL;
+		}
+		return resolved;
 	}
 	if (walk(path, &out) != 0)
 		return NULL;

@@ -12,6 +12,16 @@
 
 typedef int (*handler_fn)(struct request *req);
 
+/* What a request does with a path argument, which decides how --confine
+ * resolves it (get_path in parse.c).  The default, 0, suits a request that
+ * follows a final symlink, as OPEN does. */
+enum path_use {
+	PATH_FOLLOW = 0,
+	PATH_NOFOLLOW,     /* acts on a final symlink itself (LSTAT, REMOVE) */
+	PATH_NOT_RESOLVED, /* not a path of ours (a symlink's target, a user
+	                    * name), or resolved by sftp_realpath */
+};
+
 struct handler {
 	const char *name;     /* short name for -P, -p and -Q requests */
 	const char *ext_name; /* EXTENDED request name; NULL for plain types */
@@ -21,6 +31,7 @@ struct handler {
 	int is_io; /* READ/WRITE: runs concurrently via the queue */
 	handler_fn fn;
 	const char *fn_name; /* for parse-error messages */
+	uint8_t path_use[2]; /* enum path_use of the first two paths */
 };
 
 /* Run one request: INIT, the before-init check, EXTENDED name look-up,

@@ -4,7 +4,8 @@
 #define REALPATH_H
 
 /* resolved must hold PATH_MAX bytes.  Returns resolved, or NULL with errno
- * set. */
+ * set.  Under --confine this is confine_resolve's answer (EACCES outside
+ * the confinement directory). */
 char *sftp_realpath(const char *path, char *resolved);
 
 #endif
