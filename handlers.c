@@ -61,7 +61,7 @@ static const struct handler plain_handlers[] = {
     HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir),
     HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir),
     HANDLER_PATHS(SSH2_FXP_REMOVE, "remove", 1, process_remove, PATH_NOFOLLOW,
-                  0),
+                  PATH_FOLLOW),
     HANDLER_PATHS(SSH2_FXP_MKDIR, "mkdir", 1, process_mkdir, PATH_NOFOLLOW,
                   PATH_FOLLOW),
     HANDLER_PATHS(SSH2_FXP_RMDIR, "rmdir", 1, process_rmdir, PATH_NOFOLLOW,
