@@ -21,18 +21,8 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "landlock-sys.h"
 #include "log.h"
-
-/* The same numbers on every architecture but alpha. */
-#ifndef __NR_landlock_create_ruleset
-#define __NR_landlock_create_ruleset 444
-#endif
-#ifndef __NR_landlock_add_rule
-#define __NR_landlock_add_rule 445
-#endif
-#ifndef __NR_landlock_restrict_self
-#define __NR_landlock_restrict_self 446
-#endif
 
 /* Rights of later ABIs than older kernel headers (Debian 12's) know. */
 #ifndef LANDLOCK_ACCESS_FS_REFER
