@@ -581,9 +581,10 @@ def main():
     RUN_UID, RUN_GID, PREEXEC = run_as()
     ENV = server_env()
     print("server runs as uid %d gid %d" % (RUN_UID, RUN_GID))
-    if subprocess.run(["test", "-w", ARGS.workdir, "-a", "-x", ARGS.workdir],
+    # The trees are made by us; the server's user must reach them.
+    if subprocess.run(["test", "-x", ARGS.workdir],
                       preexec_fn=PREEXEC).returncode != 0:
-        print("SKIP: uid %d cannot write %s (set TMPDIR to a directory "
+        print("SKIP: uid %d cannot reach %s (set TMPDIR to a directory "
               "others can reach)" % (RUN_UID, ARGS.workdir))
         print("0 passed, 0 failed")
         return 77
