@@ -314,7 +314,7 @@ static int walk(struct walk *w, const char *client, int follow_last)
 	char rest[PATH_MAX], name[NAME_MAX + 1];
 	unsigned links = 0;
 	size_t pos = 0, n;
-	int rc, link_fd, done, last;
+	int rc, link_fd, done, last, must_be_dir = 0;
 
 	if (client[0] == '/') {
 		const char *rel = strip_root(client);
@@ -331,6 +331,15 @@ static int walk(struct walk *w, const char *client, int follow_last)
 	}
 	if (rc != 0)
 		return rc;
+	n = strlen(rest);
+	if (n > 0 && rest[n - 1] == '/') {
+		/* "name/" is a directory: a final symlink is followed (as
+		 * the kernel does) and what it leads to must be one. */
+		follow_last = 1;
+		must_be_dir = 1;
+		while (n > 0 && rest[n - 1] == '/')
+			rest[--n] = '\0';
+	}
 
 	while (rest[pos] != '\0') {
 		n = strcspn(rest + pos, "/");
@@ -368,7 +377,7 @@ static int walk(struct walk *w, const char *client, int follow_last)
 			return rc;
 		pos = 0;
 	}
-	return 0;
+	return must_be_dir && w->not_dir ? -ENOTDIR : 0;
 }
 
 int confine_resolve(const char *path, int follow_last, char *resolved)

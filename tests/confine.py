@@ -290,6 +290,7 @@ def check_links_out(c, t):
         refused(c.setstat(p, {"size": 1}), "truncate via link %r" % p)
         refused(c.statvfs(p), "statvfs via link %r" % p)
         refused(c.realpath(p), "realpath via link %r" % p)
+        refused(c.lstat(p + "/"), "lstat via link %r/ (follows)" % p)
         # The link itself is inside: looking at it is fine.
         rep = c.lstat(p)
         check(rep.type == sc.FXP_ATTRS and
@@ -434,6 +435,11 @@ def check_inside(c, t):
     check(b".." in entries and
           entries[b".."].get("perm") == entries[b"."].get("perm"),
           "ls: '..' of the jail shows the jail itself, not its parent")
+    ok(c.mkdir("slashdir/"), "mkdir with a trailing slash")
+    ok(c.rmdir("slashdir/"), "rmdir with a trailing slash")
+    refused(c.stat("a.txt/"), "stat file/", sc.FX_NO_SUCH_FILE)
+    rep = c.stat("sub/")
+    check(rep.type == sc.FXP_ATTRS, "stat sub/: %r" % rep)
     ok(c.remove("newdir/hard.bin"), "remove inside")
     ok(c.remove("newdir/abssym"), "remove a link inside")
     ok(c.rmdir("newdir"), "rmdir inside")
@@ -447,6 +453,7 @@ def check_names(c, t):
     real = os.path.realpath(t.jail)
     for p, want in ((".", real), ("", real), ("sub/..", real),
                     ("sub", real + "/sub"), (t.jail + "/sub/.", real + "/sub"),
+                    ("sub/", real + "/sub"), ("sub//", real + "/sub"),
                     ("absin", real + "/a.txt"), ("chainin1", real + "/a.txt"),
                     ("nosuch", real + "/nosuch")):
         rep = c.realpath(p)
