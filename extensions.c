@@ -564,6 +564,26 @@ int process_extended_home_directory(struct request *req)
 
 #define UGID_FN "process_extended_get_users_groups_by_id"
 
+/* A confined session cannot read the user database, but the names it
+ * looked up before confining itself (its own) are cached by libbsd. */
+static const char *confined_user(uint32_t id)
+{
+	const char *name = NULL;
+
+	if (confine_active())
+		name = user_from_uid((uid_t)id, 1);
+	return name != NULL ? name : "";
+}
+
+static const char *confined_group(uint32_t id)
+{
+	const char *name = NULL;
+
+	if (confine_active())
+		name = group_from_gid((gid_t)id, 1);
+	return name != NULL ? name : "";
+}
+
 /* Append one name string per id in ids (a packed uint32 list) to out;
  * unknown ids get "".  A trailing part of an id is malformed, noticed (as
  * in OpenSSH) only after the whole ids before it were looked up. */
@@ -580,11 +600,11 @@ static int put_names(struct request *req, struct wbuf *out, const uint8_t *ids,
 		if (groups) {
 			struct group *gr = getgrgid((gid_t)id);
 
-			name = gr != NULL ? gr->gr_name : "";
+			name = gr != NULL ? gr->gr_name : confined_group(id);
 		} else {
 			struct passwd *pw = getpwuid((uid_t)id);
 
-			name = pw != NULL ? pw->pw_name : "";
+			name = pw != NULL ? pw->pw_name : confined_user(id);
 		}
 		debug3(UGID_FN ": %s %u => \"%s\"", kind, id, name);
 		put_check(wbuf_put_cstring(out, name));

@@ -18,6 +18,7 @@ import hashlib
 import os
 import pwd
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -470,9 +471,71 @@ def check_names(c, t):
     rep = c.expand_path("~root")
     check(not (rep.type == sc.FXP_NAME), "expand-path ~root refused: %r"
           % rep)
+    rep = c.users_groups_by_id([RUN_UID], [RUN_GID])
+    users, groups = sc.parse_users_groups(rep.data) if \
+        rep.type == sc.FXP_EXTENDED_REPLY else ([], [])
+    check(users == [pwd.getpwuid(RUN_UID).pw_name.encode()] and
+          groups and groups[0] != b"",
+          "users-groups-by-id names our own ids: %r %r" % (users, groups))
     rep = c.home_directory(pwd.getpwuid(RUN_UID).pw_name)
     check(rep.type == sc.FXP_NAME and rep.names[0][0] == real.encode(),
           "home-directory is the jail: %r" % rep)
+
+
+def check_sftp_client(t):
+    """OpenSSH's sftp in batch mode against the confined server: put, get,
+    ls, rename, symlink, mkdir, cd inside work; getting outside files and
+    cd .. out of the directory fail."""
+    sftp = shutil.which("sftp")
+    if sftp is None:
+        print("NOTE: no OpenSSH sftp here: the interop session not tried")
+        return
+    local = t.base + "-local"  # not in base: its mtime is watched
+    os.makedirs(local)
+    data = os.urandom(300000)
+    Tree.write(os.path.join(local, "up.bin"), data)
+    for n in (local, os.path.join(local, "up.bin")):
+        os.chown(n, RUN_UID, RUN_GID)
+    real = os.path.realpath(t.jail)
+    batch = os.path.join(local, "batch")
+    Tree.write(batch, "\n".join([
+        "pwd", "mkdir work", "cd work",
+        "put up.bin", "get up.bin down.bin", "ls -l",
+        "rename up.bin moved.bin", "ln -s moved.bin link.bin",
+        "get link.bin vialink.bin",
+        "-get ../../outside/secret.txt stolen1.txt",
+        "-get %s/secret.txt stolen2.txt" % t.out,
+        "-get ../abs stolen3.txt",
+        "-put up.bin ../../outside/planted.bin",
+        "-cd ../..", "pwd",
+        "rm link.bin", "rm moved.bin", "cd ..", "rmdir work", ""]).encode())
+    server = " ".join([ARGS.server] + shlex.split(ARGS.server_args)
+                      + ["-d", t.jail, "--confine"])
+    env = dict(ENV, HOME=local)
+    p = subprocess.run([sftp, "-b", batch, "-D", server], cwd=local,
+                       preexec_fn=PREEXEC, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=120)
+    out = p.stdout.decode(errors="replace")
+    if ARGS.verbose:
+        print(out)
+    check(p.returncode == 0, "sftp batch exit status %d: %s"
+          % (p.returncode, out[-400:]))
+
+    def content(name):
+        try:
+            with open(os.path.join(local, name), "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+    check(content("down.bin") == data, "sftp: put then get")
+    check(content("vialink.bin") == data, "sftp: get through a symlink")
+    check(all(content("stolen%d.txt" % i) is None for i in (1, 2, 3)),
+          "sftp: nothing got from outside")
+    check(out.count("Remote working directory: %s/work\n" % real) == 1 and
+          "Remote working directory: %s\n" % real in out,
+          "sftp: pwd shows the real paths, cd .. out refused")
+    check(not os.path.lexists(os.path.join(t.jail, "work")),
+          "sftp: rm and rmdir inside worked")
 
 
 def one_pass(base):
@@ -498,6 +561,7 @@ def one_pass(base):
           "log names a refused path")
     check("sent status Permission denied" in log,
           "log has the usual status line")
+    check_sftp_client(t)
     after = t.snapshot()
     changed = [k for k in set(before) | set(after)
                if before.get(k) != after.get(k)]
