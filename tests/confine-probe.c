@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,18 @@ int main(int argc, char **argv)
 	confine_start(in);
 	outside();
 	inside();
+	{
+		char *const args[] = {"/bin/true", NULL};
+
+		denied("execute a program", execv("/bin/true", args));
+	}
+	if (abi >= 6) {
+		/* Signal scoping: the parent is outside our domain. */
+		int rc = kill(getppid(), 0), err = errno;
+
+		result(rc == -1 && err == EPERM, "signal a process outside", rc,
+		       err);
+	}
 	if (lsn >= 0 && abi >= 4) {
 		s = socket(AF_INET, SOCK_STREAM, 0);
 		denied("connect to TCP (no network needed)",
