@@ -115,10 +115,15 @@ int process_open(struct request *req)
 		free(name);
 		return HANDLER_PARSE_ERROR;
 	}
-	if ((rc = confine_path(req, "process_open", 0, &name)) != 0)
+	flags = flags_from_portable(pflags);
+	/* With O_EXCL the kernel follows no final symlink (an existing one
+	 * is EEXIST): neither does the resolution. */
+	if ((rc = confine_path(req, "process_open",
+	                       (flags & O_EXCL) ? PATH_NOFOLLOW
+	                                        : path_use_of(req, 0),
+	                       &name)) != 0)
 		return rc;
 	debug3("request %u: open flags %d", req->id, pflags);
-	flags = flags_from_portable(pflags);
 	mode = (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? (int)a.perm : 0666;
 	string_from_portable(pflags, flagstr, sizeof(flagstr));
 	logit("open \"%s\" flags %s mode 0%o", name, flagstr, mode);
@@ -418,7 +423,8 @@ int process_opendir(struct request *req)
 
 	if (rbuf_get_cstring(&req->body, &path) != BUF_OK)
 		return HANDLER_PARSE_ERROR;
-	if ((rc = confine_path(req, "process_opendir", 0, &path)) != 0)
+	if ((rc = confine_path(req, "process_opendir", path_use_of(req, 0),
+	                       &path)) != 0)
 		return rc;
 	debug3("request %u: opendir", req->id);
 	logit("opendir \"%s\"", path);

@@ -125,6 +125,13 @@ const struct handler *handler_for_extension(const uint8_t *name, size_t len)
 	return NULL;
 }
 
+int path_use_of(const struct request *req, int argi)
+{
+	if (req->handler == NULL || argi < 0 || argi > 1)
+		return PATH_FOLLOW;
+	return req->handler->path_use[argi];
+}
+
 int request_permitted(const struct handler *h)
 {
 	const struct options *o = &srv.opt;

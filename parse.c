@@ -85,20 +85,16 @@ int parse_fail(struct request *req, const char *fn, const char *why)
  * here, and under confinement leaves as its resolution beneath the
  * confinement directory (confine_resolve), so that the handler's system
  * call cannot reach outside whatever the path, its symlinks or its ".."
- * say.  argi is the path's place among the request's paths; the handler
- * table says whether the request follows a final symlink there.  A path
- * that cannot be resolved is answered here with its status.
+ * say.  use (enum path_use) says whether the request follows a final
+ * symlink; the readers take it from the handler table (path_use_of).  A
+ * path that cannot be resolved is answered here with its status.
  */
-int confine_path(struct request *req, const char *fn, int argi, char **path)
+int confine_path(struct request *req, const char *fn, int use, char **path)
 {
 	char resolved[PATH_MAX], *copy;
-	int use = PATH_FOLLOW, rc;
+	int rc;
 
-	if (!confine_active())
-		return 0;
-	if (req->handler != NULL && argi < 2)
-		use = req->handler->path_use[argi];
-	if (use == PATH_NOT_RESOLVED)
+	if (!confine_active() || use == PATH_NOT_RESOLVED)
 		return 0;
 	rc = confine_resolve(*path, use == PATH_FOLLOW, resolved);
 	if (rc == 0 && (copy = strdup(resolved)) == NULL)
@@ -123,7 +119,7 @@ int get_path(struct request *req, const char *fn, char **path)
 
 	if (rc != BUF_OK)
 		return parse_fail(req, fn, field_error(&req->body, rc, 1));
-	return confine_path(req, fn, 0, path);
+	return confine_path(req, fn, path_use_of(req, 0), path);
 }
 
 int get_two_paths(struct request *req, const char *fn, char **a, char **b)
@@ -138,11 +134,11 @@ int get_two_paths(struct request *req, const char *fn, char **a, char **b)
 		free(*a);
 		return parse_fail(req, fn, field_error(&req->body, rc, 1));
 	}
-	if ((rc = confine_path(req, fn, 0, a)) != 0) {
+	if ((rc = confine_path(req, fn, path_use_of(req, 0), a)) != 0) {
 		free(*b);
 		return rc;
 	}
-	if ((rc = confine_path(req, fn, 1, b)) != 0) {
+	if ((rc = confine_path(req, fn, path_use_of(req, 1), b)) != 0) {
 		free(*a);
 		return rc;
 	}
@@ -163,7 +159,7 @@ int get_path_attrib(struct request *req, const char *fn, char **path,
 		free(*path);
 		return parse_fail(req, fn, attrib_error(saved, rc));
 	}
-	return confine_path(req, fn, 0, path);
+	return confine_path(req, fn, path_use_of(req, 0), path);
 }
 
 /* A handle is a string on the wire, so it fails as a string does. */

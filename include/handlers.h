@@ -43,6 +43,9 @@ int request_is_io(const struct request *req);
  * that still references the file's pages)? */
 int request_may_modify(const struct request *req);
 
+/* enum path_use of the request's argi-th path (0 or 1). */
+int path_use_of(const struct request *req, int argi);
+
 /* Look-ups; NULL when unknown. */
 const struct handler *handler_for_type(uint8_t type);
 const struct handler *handler_for_extension(const uint8_t *name, size_t len);

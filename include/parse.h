@@ -41,9 +41,10 @@ int get_handle(struct request *req, const char *fn, int *idx);
 
 /* The one place where --confine resolves a request's path (the readers
  * above call it): for a handler that reads its path field itself, call it
- * once all fields are read.  argi: the path's place among the request's
- * paths (0 or 1).  Returns 0 (path replaced by its resolution) or
+ * once all fields are read, with use = path_use_of(req, n) for its n-th
+ * path (or PATH_NOFOLLOW where the request does not follow a final symlink
+ * this time).  Returns 0 (path replaced by its resolution) or
  * HANDLER_REFUSED (path freed and NULL, status encoded). */
-int confine_path(struct request *req, const char *fn, int argi, char **path);
+int confine_path(struct request *req, const char *fn, int use, char **path);
 
 #endif

@@ -422,6 +422,10 @@ def check_inside(c, t):
           "truncate took")
     rep = c.statvfs(".")
     check(rep.type == sc.FXP_EXTENDED_REPLY, "statvfs . %r" % rep)
+    refused(c.open("danglingin", sc.FXF_WRITE | sc.FXF_CREAT | sc.FXF_EXCL),
+            "exclusive create on a dangling link (EEXIST)", sc.FX_FAILURE)
+    check(not os.path.lexists(os.path.join(t.jail, "made-inside.txt")),
+          "exclusive create did not follow the link")
     h = c.check_handle(c.open("danglingin", sc.FXF_WRITE | sc.FXF_CREAT),
                        "create through a dangling link inside")
     c.close_handle(h)
