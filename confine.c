@@ -406,7 +406,7 @@ static void set_alias(const char *dir)
 {
 	alias[0] = '\0';
 	/* A relative DIR has no spelling of its own that clients see. */
-	if (dir[0] == '/' && strcmp(dir, root) != 0)
+	if (dir != NULL && dir[0] == '/' && strcmp(dir, root) != 0)
 		strlcpy(alias, dir, sizeof(alias));
 }
 
@@ -417,16 +417,14 @@ static int beneath_root(const char *path)
 	        root_len == 1);
 }
 
-int confine_init_resolver(const char *dir)
+static int init_resolver(const char *dir, const char *start_dir_arg)
 {
 	char cwd[PATH_MAX];
 
-	if (dir == NULL)
-		dir = ".";
-	if (realpath(dir, root) == NULL)
+	if (realpath(dir != NULL ? dir : ".", root) == NULL)
 		return -errno;
 	root_len = strlen(root);
-	set_alias(dir);
+	set_alias(dir != NULL ? dir : start_dir_arg);
 	if (root_fd >= 0)
 		close(root_fd);
 	root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -531,14 +529,14 @@ static void restrict_self(void)
 	logit("confined to \"%s\" (Landlock ABI %d)", root, abi);
 }
 
-void confine_start(const char *dir)
+void confine_start(const char *dir, const char *start_dir_arg)
 {
 	struct stat st;
 	int rc;
 
 	if (dir != NULL && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		refuse_start(dir, ENOTDIR);
-	if ((rc = confine_init_resolver(dir)) != 0)
+	if ((rc = init_resolver(dir, start_dir_arg)) != 0)
 		refuse_start(dir != NULL ? dir : "the start directory", -rc);
 	warm_caches();
 	restrict_self();

@@ -480,7 +480,7 @@ static void start_confined(uid_t uid)
 	                            (unsigned long)uid)) == NULL)
 		fatal_exit(CONFINE_EXIT, "--confine: cannot expand \"%s\"",
 		           srv.opt.confine_dir);
-	confine_start(dir);
+	confine_start(dir, srv.opt.start_dir);
 	free(dir);
 }
 

@@ -7,12 +7,14 @@
 #define CONFINE_H
 
 /* Set up the confinement: DIR (NULL: the current directory, i.e. the
- * start directory) must exist.  Moves into DIR when the current directory
- * is not beneath it, then restricts the process with Landlock.  Fails
- * closed: any problem, Landlock missing included, is a fatal log line and
- * exit status CONFINE_EXIT. */
+ * start directory) must exist.  start_dir is -d as given (or NULL): with
+ * DIR NULL, clients may also name the directory that way when it is
+ * absolute.  Moves into DIR when the current directory is not beneath it,
+ * then restricts the process with Landlock.  Fails closed: any problem,
+ * Landlock missing included, is a fatal log line and exit status
+ * CONFINE_EXIT. */
 #define CONFINE_EXIT 1
-void confine_start(const char *dir);
+void confine_start(const char *dir, const char *start_dir);
 
 /* Is the session confined? */
 int confine_active(void);
@@ -33,8 +35,5 @@ const char *confine_start_dir(void);
  * would say them.  Callable only while confine_active().
  */
 int confine_resolve(const char *path, int follow_last, char *resolved);
-
-/* Set up only the resolver (no Landlock): for unit tests. */
-int confine_init_resolver(const char *dir);
 
 #endif

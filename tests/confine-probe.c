@@ -1,6 +1,6 @@
 /*
  * confine-probe: the kernel half of --confine on its own.  It confines
- * itself with confine_start(DIR) as the server does, then makes the system
+ * itself with confine_start() as the server does, then makes the system
  * calls directly, by path, with no resolver in between: everything outside
  * DIR that Landlock governs must fail, and the same work inside must work.
  * tests/confine.py runs it as the unprivileged user, on a tree it made.
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	abi = (int)syscall(__NR_landlock_create_ruleset, NULL, 0, 1);
-	confine_start(in);
+	confine_start(in, NULL);
 	outside();
 	inside();
 	{

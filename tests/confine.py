@@ -149,6 +149,9 @@ class Tree:
                     if not os.path.islink(n):
                         os.chmod(n, 0o777 if os.path.isdir(n) else 0o666)
         os.chmod(self.jail, 0o755)
+        # -d names the jail through this symlink (an admin's spelling).
+        self.via = os.path.join(base, "via-jail")
+        os.symlink("jail", self.via)
         # The base directory looks different from the jail, so that
         # attributes of ".." would give it away.
         os.chmod(base, 0o711)
@@ -186,7 +189,7 @@ def start(extra=()):
 
 
 def confined(tree):
-    c = start(["-d", tree.jail, "--confine"])
+    c = start(["-d", tree.via, "--confine"])
     version = c.init()
     c.advertised = {n.decode() for n, _ in version.extensions}
     return c
@@ -469,6 +472,13 @@ def check_names(c, t):
         rep = c.expand_path(p)
         check(rep.type == sc.FXP_NAME and rep.names[0][0] == want.encode(),
               "expand-path %r = %r: %r" % (p, want, rep))
+    # The directory as -d spelled it (through a symlink) works too.
+    rep = c.realpath(t.via + "/a.txt")
+    check(rep.type == sc.FXP_NAME and
+          rep.names[0][0] == (real + "/a.txt").encode(),
+          "realpath through -d's own spelling: %r" % rep)
+    refused(c.realpath(t.base + "/via-jail/../outside"),
+            "-d's spelling with .. out")
     # Out and back in is still out: no step of the walk may leave.
     refused(c.realpath("up/jail"), "realpath up/jail")
     refused(c.realpath("../jail"), "realpath ../jail")
