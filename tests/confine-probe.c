@@ -113,7 +113,13 @@ static void outside(void)
 	       open_close(at(out, "secret.txt"), O_WRONLY));
 	denied("create a file outside",
 	       open_close(at(out, "new.txt"), O_WRONLY | O_CREAT));
-	denied("truncate a file outside", truncate(at(out, "secret.txt"), 0));
+	if (abi >= 3) /* LANDLOCK_ACCESS_FS_TRUNCATE */
+		denied("truncate a file outside",
+		       truncate(at(out, "secret.txt"), 0));
+	else
+		printf("note: Landlock ABI %d has no truncate right: only the "
+		       "server's path resolution refuses truncate outside\n",
+		       abi);
 	denied("list a directory outside", list_dir(out));
 	denied("mkdir outside", mkdir(at(out, "newdir"), 0755));
 	denied("unlink outside", unlink(at(out, "secret.txt")));
