@@ -526,9 +526,6 @@ int process_extended_copy_data(struct request *req)
 
 /* ---- home-directory ------------------------------------------------ */
 
-/* OpenSSH 9.2 checks that the named user exists but answers with the
- * caller's own home (and "" is FAILURE); 9.8 answers "" with the caller's
- * home and a named user with that user's.  We keep 9.2's answers. */
 /* A confined session cannot read the user database (it is outside), but
  * knows its own user. */
 static int user_known(const char *user)
@@ -538,6 +535,9 @@ static int user_known(const char *user)
 	return getpwnam(user) != NULL;
 }
 
+/* OpenSSH 9.2 checks that the named user exists but answers with the
+ * caller's own home (and "" is FAILURE); 9.8 answers "" with the caller's
+ * home and a named user with that user's.  We keep 9.2's answers. */
 int process_extended_home_directory(struct request *req)
 {
 	const char *home;

@@ -446,6 +446,7 @@ int process_opendir(struct request *req)
 static int put_dir_entry(struct request *req, DIR *dirp, const char *dir,
                          const char *name, time_t now)
 {
+	const char *look = name;
 	char *longname;
 	struct attrib a;
 	struct stat st;
@@ -453,8 +454,6 @@ static int put_dir_entry(struct request *req, DIR *dirp, const char *dir,
 
 	/* The confinement directory's ".." is outside: show it as itself,
 	 * as a chroot does. */
-	const char *look = name;
-
 	if (confine_active() && strcmp(name, "..") == 0 &&
 	    strcmp(dir, confine_root()) == 0)
 		look = ".";
