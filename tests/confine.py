@@ -147,6 +147,11 @@ class Tree:
             os.symlink(target, os.path.join(self.jail, name))
         os.symlink("../../outside/secret.txt",
                    os.path.join(self.jail, "sub", "deep"))
+        # Chains of 40 links (Linux's limit, kept by the resolver) and 41.
+        for n in (40, 41):
+            for i in range(n):
+                nxt = "c%d_%d" % (n, i + 1) if i + 1 < n else "a.txt"
+                os.symlink(nxt, os.path.join(self.jail, "c%d_%d" % (n, i)))
         for d in (self.jail, self.out):
             for root, dirs, files in os.walk(d):
                 for n in [root] + [os.path.join(root, x)
@@ -423,6 +428,9 @@ def check_inside(c, t):
     for p, want in (("absin", b"inside a\n"), ("chainin1", b"inside a\n"),
                     ("dotdotin", b"inside a\n")):
         check(c.get_bytes(p) == want, "read through link %r" % p)
+    check(c.get_bytes("c40_0") == b"inside a\n", "a chain of 40 links")
+    refused(c.open("c41_0", sc.FXF_READ), "a chain of 41 links (ELOOP)",
+            sc.FX_NO_SUCH_FILE)
     ok(c.setstat("up2.bin", attrs_perm(0o640)), "setstat inside")
     check(stat.S_IMODE(os.stat(os.path.join(t.jail, "up2.bin")).st_mode)
           == 0o640, "setstat took")
