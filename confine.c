@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "confine.h"
 #include "landlock-sys.h"
 #include "log.h"
+#include "realpath.h"
 
 /* Rights of later ABIs than older kernel headers (Debian 12's) know. */
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -66,7 +68,8 @@ struct ll_ruleset_attr {
 	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SYM |           \
 	 LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
 
-/* Linux's MAXSYMLINKS: more links than this in one path is ELOOP. */
+/* Linux's MAXSYMLINKS: more links than this in one path is ELOOP (OpenSSH's
+ * realpath allows fewer, REALPATH_LINKS_ALLOWED). */
 #define LINKS_ALLOWED 40
 
 static int active;
@@ -92,6 +95,14 @@ const char *confine_start_dir(void)
 }
 
 /* ---- the resolver ------------------------------------------------- */
+
+static void close_keeping_errno(int fd)
+{
+	int saved = errno;
+
+	close(fd);
+	errno = saved;
+}
 
 /* The path walked so far (canonical, starting with root) and a descriptor
  * of the directory it names.  After a component that is not a directory,
@@ -222,15 +233,17 @@ static int refuse(const char *path)
 	return -EACCES;
 }
 
-/* Replace what is left to walk by target followed by the rest. */
-static int splice_target(char *rest, size_t size, const char *target,
+/* Replace what is left to walk by target followed by the rest; more: a
+ * slash followed the link (then it still does, even with nothing after:
+ * "link/" names a directory, or for OpenSSH's realpath an existing one). */
+static int splice_target(char *rest, size_t size, const char *target, int more,
                          const char *after)
 {
 	char buf[PATH_MAX];
 	int n;
 
-	n = snprintf(buf, sizeof(buf), "%s%s%s", target,
-	             *after != '\0' ? "/" : "", after);
+	n = snprintf(buf, sizeof(buf), "%s%s%s", target, more ? "/" : "",
+	             after);
 	if (n < 0 || (size_t)n >= sizeof(buf) || (size_t)n >= size)
 		return -ENAMETOOLONG;
 	memcpy(rest, buf, (size_t)n + 1);
@@ -240,7 +253,7 @@ static int splice_target(char *rest, size_t size, const char *target,
 /* The current component ends in a symlink: go on from its target.  An
  * absolute target starts over at root, and must lie under it. */
 static int follow_link(struct walk *w, int link_fd, const char *client,
-                       char *rest, size_t size, const char *after)
+                       char *rest, size_t size, int more, const char *after)
 {
 	char target[PATH_MAX];
 	const char *rel;
@@ -254,13 +267,13 @@ static int follow_link(struct walk *w, int link_fd, const char *client,
 		return -ENOENT;
 	target[n] = '\0';
 	if (target[0] != '/')
-		return splice_target(rest, size, target, after);
+		return splice_target(rest, size, target, more, after);
 	if ((rel = strip_root(target)) == NULL)
 		return refuse(client);
 	walk_close(w);
 	if ((rc = walk_start(w, root)) != 0)
 		return rc;
-	return splice_target(rest, size, rel, after);
+	return splice_target(rest, size, rel, more, after);
 }
 
 /* One component that is neither "", "." nor "..". */
@@ -309,9 +322,11 @@ static int walk_component(struct walk *w, const char *name, int last,
 	return 0;
 }
 
-static int walk(struct walk *w, const char *client, int follow_last)
+static int walk(struct walk *w, const char *client, int flags)
 {
 	char rest[PATH_MAX], name[NAME_MAX + 1];
+	int follow_last = flags & CONFINE_FOLLOW;
+	int bsd = flags & CONFINE_REALPATH;
 	unsigned links = 0;
 	size_t pos = 0, n;
 	int rc, link_fd, done, last, must_be_dir = 0;
@@ -332,7 +347,7 @@ static int walk(struct walk *w, const char *client, int follow_last)
 	if (rc != 0)
 		return rc;
 	n = strlen(rest);
-	if (n > 0 && rest[n - 1] == '/') {
+	if (!bsd && n > 0 && rest[n - 1] == '/') {
 		/* "name/" is a directory: a final symlink is followed (as
 		 * the kernel does) and what it leads to must be one. */
 		follow_last = 1;
@@ -351,7 +366,14 @@ static int walk(struct walk *w, const char *client, int follow_last)
 		last = rest[pos] == '\0';
 		if (!last)
 			pos++;
-		if (n == 0 || strcmp(name, ".") == 0)
+		if (n == 0)
+			continue;
+		/* The kernel wants a directory before "." and ".."; OpenSSH's
+		 * realpath folds "file/.." as text. */
+		if (!bsd && w->not_dir &&
+		    (strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+			return -ENOTDIR;
+		if (strcmp(name, ".") == 0)
 			continue;
 		if (strcmp(name, "..") == 0) {
 			if (w->len <= root_len)
@@ -366,11 +388,11 @@ static int walk(struct walk *w, const char *client, int follow_last)
 			return rc;
 		if (link_fd < 0)
 			continue;
-		if (++links > LINKS_ALLOWED) {
+		if (++links > (bsd ? REALPATH_LINKS_ALLOWED : LINKS_ALLOWED)) {
 			close(link_fd);
 			return -ELOOP;
 		}
-		rc = follow_link(w, link_fd, client, rest, sizeof(rest),
+		rc = follow_link(w, link_fd, client, rest, sizeof(rest), !last,
 		                 rest + pos);
 		close(link_fd);
 		if (rc != 0)
@@ -380,7 +402,7 @@ static int walk(struct walk *w, const char *client, int follow_last)
 	return must_be_dir && w->not_dir ? -ENOTDIR : 0;
 }
 
-int confine_resolve(const char *path, int follow_last, char *resolved)
+int confine_resolve(const char *path, int flags, char *resolved)
 {
 	struct walk w = {.fd = -1};
 	int rc;
@@ -389,10 +411,93 @@ int confine_resolve(const char *path, int follow_last, char *resolved)
 		return -EINVAL;
 	if (path[0] == '\0')
 		return -ENOENT;
-	rc = walk(&w, path, follow_last);
+	rc = walk(&w, path, flags);
 	walk_close(&w);
 	if (rc == 0)
 		strlcpy(resolved, w.path, PATH_MAX);
+	return rc;
+}
+
+static int beneath_root(const char *path)
+{
+	return strncmp(path, root, root_len) == 0 &&
+	       (path[root_len] == '/' || path[root_len] == '\0' ||
+	        root_len == 1);
+}
+
+/* ---- calls by path on a resolved path ------------------------------- */
+
+int confine_parent(const char *resolved, char *leaf)
+{
+	char parent[PATH_MAX];
+	const char *rel = resolved + root_len, *name;
+	const char *slash;
+	int fd;
+
+	if (!active || !beneath_root(resolved))
+		return -EACCES;
+	while (*rel == '/')
+		rel++;
+	slash = strrchr(rel, '/');
+	name = slash != NULL ? slash + 1 : rel;
+	if (*name == '\0')
+		name = "."; /* DIR itself */
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	strlcpy(leaf, name, NAME_MAX + 1);
+	snprintf(parent, sizeof(parent), "%.*s",
+	         slash != NULL ? (int)(slash - rel) : 0, rel);
+	fd = open_beneath(parent);
+	if (fd == root_fd &&
+	    (fd = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	return fd;
+}
+
+int confine_lstat(const char *resolved, struct stat *st)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf), rc;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	rc = fstatat(dir, leaf, st, AT_SYMLINK_NOFOLLOW);
+	close_keeping_errno(dir);
+	return rc;
+}
+
+ssize_t confine_readlink(const char *resolved, char *buf, size_t size)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf);
+	ssize_t n;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	n = readlinkat(dir, leaf, buf, size);
+	close_keeping_errno(dir);
+	return n;
+}
+
+int confine_statvfs(const char *resolved, struct statvfs *st)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf), fd, rc = -1;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	fd = openat(dir, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = fstatvfs(fd, st);
+		close_keeping_errno(fd);
+	}
+	close_keeping_errno(dir);
 	return rc;
 }
 
@@ -408,13 +513,6 @@ static void set_alias(const char *dir)
 	/* A relative DIR has no spelling of its own that clients see. */
 	if (dir != NULL && dir[0] == '/' && strcmp(dir, root) != 0)
 		strlcpy(alias, dir, sizeof(alias));
-}
-
-static int beneath_root(const char *path)
-{
-	return strncmp(path, root, root_len) == 0 &&
-	       (path[root_len] == '/' || path[root_len] == '\0' ||
-	        root_len == 1);
 }
 
 static int init_resolver(const char *dir, const char *start_dir_arg)

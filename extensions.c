@@ -105,7 +105,8 @@ int process_extended_statvfs(struct request *req)
 		return rc;
 	debug3("request %u: statvfs", req->id);
 	logit("statvfs \"%s\"", path);
-	if (statvfs(path, &st) != 0)
+	if ((confine_active() ? confine_statvfs(path, &st)
+	                      : statvfs(path, &st)) != 0)
 		send_errno(req);
 	else
 		send_statvfs(req, &st);

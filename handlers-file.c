@@ -514,41 +514,103 @@ int process_readdir(struct request *req)
 	return HANDLER_DONE;
 }
 
-static int set_size(const char *name, int fd, uint64_t size,
-                    enum setstat_target t)
+/* What the set_* calls act on: a descriptor (SETSTAT_FD), a path, or under
+ * --confine a name in a directory descriptor (dir >= 0), never following a
+ * final symlink (the resolution did where the request wanted it). */
+struct set_target {
+	const char *name;
+	int fd;
+	int dir;
+	enum setstat_target t;
+};
+
+/* truncate(2) of a name in a directory: through a descriptor opened
+ * without following a symlink, with truncate's answers for what is not a
+ * regular file. */
+static int truncate_at(int dir, const char *name, off_t size)
 {
-	return t == SETSTAT_FD ? ftruncate(fd, (off_t)size)
-	                       : truncate(name, (off_t)size);
+	struct stat st;
+	int fd, rc, err;
+
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		return -1;
+	}
+	fd = openat(dir, name,
+	            O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	rc = ftruncate(fd, size);
+	err = errno;
+	close(fd);
+	errno = err;
+	return rc;
 }
 
-static int set_mode(const char *name, int fd, mode_t mode,
-                    enum setstat_target t)
+/* chmod of a name in a directory, not following a final symlink.  Before
+ * fchmodat2 (Linux 6.6, glibc 2.39) glibc does that through /proc and says
+ * EOPNOTSUPP without it; then, for what is no symlink, the plain call. */
+static int chmod_at(int dir, const char *name, mode_t mode)
 {
-	if (t == SETSTAT_FD)
-		return fchmod(fd, mode);
-	if (t == SETSTAT_NOFOLLOW)
-		return fchmodat(AT_FDCWD, name, mode, AT_SYMLINK_NOFOLLOW);
-	return chmod(name, mode);
+	struct stat st;
+
+	if (fchmodat(dir, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	if (S_ISLNK(st.st_mode)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return fchmodat(dir, name, mode, 0);
 }
 
-static int set_times(const char *name, int fd, const struct attrib *a,
-                     enum setstat_target t)
+static int set_size(const struct set_target *tg, uint64_t size)
+{
+	if (tg->t == SETSTAT_FD)
+		return ftruncate(tg->fd, (off_t)size);
+	if (tg->dir >= 0)
+		return truncate_at(tg->dir, tg->name, (off_t)size);
+	return truncate(tg->name, (off_t)size);
+}
+
+static int set_mode(const struct set_target *tg, mode_t mode)
+{
+	if (tg->t == SETSTAT_FD)
+		return fchmod(tg->fd, mode);
+	if (tg->dir >= 0)
+		return chmod_at(tg->dir, tg->name, mode);
+	if (tg->t == SETSTAT_NOFOLLOW)
+		return fchmodat(AT_FDCWD, tg->name, mode, AT_SYMLINK_NOFOLLOW);
+	return chmod(tg->name, mode);
+}
+
+static int nofollow_flag(const struct set_target *tg)
+{
+	return tg->dir >= 0 || tg->t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW
+	                                                 : 0;
+}
+
+static int set_times(const struct set_target *tg, const struct attrib *a)
 {
 	struct timespec ts[2] = {{.tv_sec = a->atime}, {.tv_sec = a->mtime}};
 
-	if (t == SETSTAT_FD)
-		return futimens(fd, ts);
-	return utimensat(AT_FDCWD, name, ts,
-	                 t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+	if (tg->t == SETSTAT_FD)
+		return futimens(tg->fd, ts);
+	return utimensat(tg->dir >= 0 ? tg->dir : AT_FDCWD, tg->name, ts,
+	                 nofollow_flag(tg));
 }
 
-static int set_owner(const char *name, int fd, const struct attrib *a,
-                     enum setstat_target t)
+static int set_owner(const struct set_target *tg, const struct attrib *a)
 {
-	if (t == SETSTAT_FD)
-		return fchown(fd, a->uid, a->gid);
-	return fchownat(AT_FDCWD, name, a->uid, a->gid,
-	                t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+	if (tg->t == SETSTAT_FD)
+		return fchown(tg->fd, a->uid, a->gid);
+	return fchownat(tg->dir >= 0 ? tg->dir : AT_FDCWD, tg->name, a->uid,
+	                a->gid, nofollow_flag(tg));
 }
 
 /* The modtime log line shows the new mtime in local time, as OpenSSH's
@@ -568,30 +630,43 @@ static void log_modtime(const char *name, uint32_t mtime)
 uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
                       enum setstat_target t)
 {
+	struct set_target tg = {.name = name, .fd = fd, .dir = -1, .t = t};
+	char leaf[NAME_MAX + 1];
 	uint32_t status = SSH2_FX_OK;
 
+	/* A confined path is acted on from its directory's descriptor: a
+	 * directory swapped for a symlink since it was resolved cannot lead
+	 * out (see confine_parent). */
+	if (confine_active() && t != SETSTAT_FD) {
+		tg.dir = confine_parent(name, leaf);
+		if (tg.dir < 0)
+			return errno_to_status(-tg.dir);
+		tg.name = leaf;
+	}
 	/* Every step runs even after a failure; the last failure wins. */
 	if (a->flags & SSH2_FILEXFER_ATTR_SIZE) {
 		logit("set \"%s\" size %llu", name,
 		      (unsigned long long)a->size);
-		if (set_size(name, fd, a->size, t) == -1)
+		if (set_size(&tg, a->size) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) {
 		logit("set \"%s\" mode %04o", name, a->perm);
-		if (set_mode(name, fd, a->perm & 07777, t) == -1)
+		if (set_mode(&tg, a->perm & 07777) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {
 		log_modtime(name, a->mtime);
-		if (set_times(name, fd, a, t) == -1)
+		if (set_times(&tg, a) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_UIDGID) {
 		logit("set \"%s\" owner %lu group %lu", name,
 		      (unsigned long)a->uid, (unsigned long)a->gid);
-		if (set_owner(name, fd, a, t) == -1)
+		if (set_owner(&tg, a) == -1)
 			status = errno_to_status(errno);
 	}
+	if (tg.dir >= 0)
+		close(tg.dir);
 	return status;
 }

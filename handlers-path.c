@@ -35,7 +35,10 @@ static int do_stat(struct request *req, int follow)
 		return rc;
 	debug3("request %u: %s", req->id, op);
 	verbose("%s name \"%s\"", op, name);
-	rc = follow ? stat(name, &st) : lstat(name, &st);
+	if (confine_active())
+		rc = confine_lstat(name, &st); /* any final link followed */
+	else
+		rc = follow ? stat(name, &st) : lstat(name, &st);
 	if (rc == -1) {
 		send_errno(req);
 	} else {
@@ -163,7 +166,8 @@ static uint32_t rename_if_absent(const char *oldpath, const char *newpath)
 	struct stat st;
 	/* Under --confine, a symlink at newpath is not followed out of the
 	 * directory, even to learn whether something exists there. */
-	int rc = confine_active() ? lstat(newpath, &st) : stat(newpath, &st);
+	int rc =
+	    confine_active() ? confine_lstat(newpath, &st) : stat(newpath, &st);
 
 	if (rc == 0)
 		return SSH2_FX_FAILURE;
@@ -227,7 +231,9 @@ int process_readlink(struct request *req)
 		return rc;
 	debug3("request %u: readlink", req->id);
 	verbose("readlink \"%s\"", path);
-	len = readlink(path, target, sizeof(target) - 1);
+	len = confine_active()
+	          ? confine_readlink(path, target, sizeof(target) - 1)
+	          : readlink(path, target, sizeof(target) - 1);
 	if (len == -1) {
 		send_errno(req);
 	} else {

@@ -96,7 +96,8 @@ int confine_path(struct request *req, const char *fn, int use, char **path)
 
 	if (!confine_active() || use == PATH_NOT_RESOLVED)
 		return 0;
-	rc = confine_resolve(*path, use == PATH_FOLLOW, resolved);
+	rc = confine_resolve(*path, use == PATH_FOLLOW ? CONFINE_FOLLOW : 0,
+	                     resolved);
 	if (rc == 0 && (copy = strdup(resolved)) == NULL)
 		fatal_exit(255, "%s: out of memory", fn);
 	free(*path);

@@ -147,8 +147,9 @@ class Tree:
             os.symlink(target, os.path.join(self.jail, name))
         os.symlink("../../outside/secret.txt",
                    os.path.join(self.jail, "sub", "deep"))
-        # Chains of 40 links (Linux's limit, kept by the resolver) and 41.
-        for n in (40, 41):
+        # Chains of 40 links (Linux's limit) and 41, 33 (OpenSSH's realpath
+        # limit) and 34.
+        for n in (33, 34, 40, 41):
             for i in range(n):
                 nxt = "c%d_%d" % (n, i + 1) if i + 1 < n else "a.txt"
                 os.symlink(nxt, os.path.join(self.jail, "c%d_%d" % (n, i)))
@@ -566,6 +567,79 @@ def check_sftp_client(t):
           "sftp: rm and rmdir inside worked")
 
 
+def summary(rep):
+    """What must be equal between a confined and an unconfined answer."""
+    if rep.type == sc.FXP_STATUS:
+        return ("STATUS", rep.code)
+    if rep.type == sc.FXP_ATTRS:
+        return ("ATTRS", rep.attrs.get("perm"), rep.attrs.get("size"),
+                rep.attrs.get("atime") if rep.attrs.get("atime") == 1000
+                else None)
+    if rep.type == sc.FXP_NAME:
+        return ("NAME", len(rep.names))
+    return (rep.type_name,)
+
+
+def check_same_inside(base):
+    """Inside the directory, confined answers are the unconfined ones:
+    the same requests (stat, lstat, readlink, statvfs, setstat, lsetstat,
+    open with EXCL, mkdir, remove) on two identical trees, one server
+    confined, one not."""
+    trees = [Tree(os.path.join(base, n), RUN_UID, RUN_GID)
+             for n in ("tree1", "tree2")]
+    servers = []
+    for t, extra in zip(trees, (["--confine"], [])):
+        c = start(["-d", t.jail] + extra)
+        c.init()
+        servers.append(c)
+    names = ["a.txt", "sub", "sub/", "a.txt/", ".", "sub/..", "absin",
+             "chainin1", "dotdotin", "danglingin", "nosuch", "nosuch/x",
+             "loop1", "a.txt/..", "sub/./", "c40_0", "c41_0", "a.txt/.",
+             "./a.txt", "sub//", "danglingin/", "loop1/", "chainin1/",
+             "sub/../a.txt", "c33_0", "c34_0"]
+    reqs = []
+    for n in names:
+        reqs += [("stat", n), ("lstat", n), ("readlink", n),
+                 ("statvfs", n), ("realpath-ok", n)]
+    for n in names:
+        reqs += [("setstat", n, {"perm": 0o640}),
+                 ("setstat", n, {"atime": 1000, "mtime": 1000}),
+                 ("setstat", n, {"uid": RUN_UID, "gid": RUN_GID}),
+                 ("lsetstat", n, {"perm": 0o600}),
+                 ("lsetstat", n, {"atime": 1000, "mtime": 1000}),
+                 ("lsetstat", n, {"uid": RUN_UID, "gid": RUN_GID}),
+                 ("stat", n), ("lstat", n)]
+    for n in names:
+        reqs += [("setstat", n, {"size": 3}), ("stat", n)]
+    reqs += [("excl", "danglingin"), ("excl", "fresh"), ("excl", "fresh"),
+             ("mkdir", "sub/"), ("mkdir", "newd/"), ("remove", "newd"),
+             ("remove", "chainin2"), ("stat", "chainin1"),
+             ("rmdir", "newd/"), ("remove", "fresh")]
+    try:
+        for r in reqs:
+            got = []
+            for c in servers:
+                op, n = r[0], r[1]
+                if op in ("setstat", "lsetstat"):
+                    rep = getattr(c, op)(n, r[2])
+                elif op == "excl":
+                    rep = c.open(n, sc.FXF_WRITE | sc.FXF_CREAT | sc.FXF_EXCL)
+                    if rep.type == sc.FXP_HANDLE:
+                        c.close_handle(rep.handle)
+                elif op == "realpath-ok":
+                    rep = c.realpath(n)
+                    rep = sc.Reply(sc.FXP_STATUS, sc.u32(rep.id) + sc.u32(
+                        0 if rep.type == sc.FXP_NAME else rep.code), b"")
+                else:
+                    rep = getattr(c, op)(n)
+                got.append(summary(rep))
+            check(got[0] == got[1], "same answer confined and not: %r: %r"
+                  % (r, got))
+    finally:
+        for c in servers:
+            c.close()
+
+
 def one_pass(base):
     t = Tree(base, RUN_UID, RUN_GID)
     before = t.snapshot()
@@ -707,6 +781,7 @@ def main():
     else:
         print("NOTE: no confine-probe: Landlock alone not tried")
     one_pass(os.path.join(ARGS.workdir, "tree"))
+    check_same_inside(os.path.join(ARGS.workdir, "same"))
     print("%d passed, %d failed" % (PASSED, FAILED))
     return 1 if FAILED else 0
 
