@@ -501,6 +501,20 @@ int confine_statvfs(const char *resolved, struct statvfs *st)
 	return rc;
 }
 
+int confine_open(const char *resolved, int flags, mode_t mode)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf), fd;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	fd = openat(dir, leaf, flags | O_NOFOLLOW, mode);
+	close_keeping_errno(dir);
+	return fd;
+}
+
 /* ---- set-up ------------------------------------------------------- */
 
 /* An absolute DIR as configured is a second spelling of root, so that

@@ -77,26 +77,54 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
 	}
 }
 
+/* A confined path is opened from its directory's descriptor, so that a
+ * directory swapped for a symlink since it was resolved cannot lead
+ * elsewhere (see confine_parent). */
+static int open_by_name(const char *name, int flags, int mode)
+{
+	if (confine_active())
+		return confine_open(name, flags, (mode_t)mode);
+	return open(name, flags, mode);
+}
+
+static DIR *opendir_by_name(const char *path)
+{
+	DIR *dirp;
+	int fd, err;
+
+	if (!confine_active())
+		return opendir(path);
+	fd = confine_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd == -1)
+		return NULL;
+	if ((dirp = fdopendir(fd)) == NULL) {
+		err = errno;
+		close(fd);
+		errno = err;
+	}
+	return dirp;
+}
+
 /* Spare splice pipes hold descriptors: give them up before telling the
  * client it has too many files open. */
 static int open_file(const char *name, int flags, int mode)
 {
-	int fd = open(name, flags, mode);
+	int fd = open_by_name(name, flags, mode);
 
 	if (fd == -1 && errno == EMFILE) {
 		pipes_release_spares();
-		fd = open(name, flags, mode);
+		fd = open_by_name(name, flags, mode);
 	}
 	return fd;
 }
 
 static DIR *open_dir(const char *path)
 {
-	DIR *dirp = opendir(path);
+	DIR *dirp = opendir_by_name(path);
 
 	if (dirp == NULL && errno == EMFILE) {
 		pipes_release_spares();
-		dirp = opendir(path);
+		dirp = opendir_by_name(path);
 	}
 	return dirp;
 }

@@ -50,11 +50,13 @@ int confine_resolve(const char *path, int flags, char *resolved);
  * symlink allowed, and never following the last component (the resolution
  * already did where the request wanted it).  A directory swapped for a
  * symlink since the resolution then fails (ENOTDIR, ELOOP) instead of
- * leading out.  As lstat(2), readlink(2) and statvfs(3).
+ * leading out.  As lstat(2), readlink(2), statvfs(3) and open(2).
  */
 int confine_lstat(const char *resolved, struct stat *st);
 ssize_t confine_readlink(const char *resolved, char *buf, size_t size);
 int confine_statvfs(const char *resolved, struct statvfs *st);
+/* As open(2), with O_NOFOLLOW added. */
+int confine_open(const char *resolved, int flags, mode_t mode);
 /* That directory's descriptor (the caller closes it), with the last
  * component in leaf (NAME_MAX + 1 bytes; "." for DIR itself); or -errno. */
 int confine_parent(const char *resolved, char *leaf);
