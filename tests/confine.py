@@ -567,6 +567,72 @@ def check_sftp_client(t):
           "sftp: rm and rmdir inside worked")
 
 
+RACE_ROUNDS = 1500
+
+
+def swapper(jail, stop_path):
+    """Child: swap jail/flip between a real directory and a symlink out,
+    as fast as it can, until stop_path exists."""
+    os.chdir(jail)
+    while not os.path.exists(stop_path):
+        for name in ("flip_dir", "flip_link"):
+            try:
+                os.rename(name, "flip")
+                os.rename("flip", name)
+            except OSError:
+                pass
+    os._exit(0)
+
+
+def check_race(t):
+    """A second process swaps a directory for a symlink out while the
+    client works through it: no answer may come from outside.  (It cannot
+    fail when the server is right; it finds a racy server quickly.)"""
+    os.makedirs(os.path.join(t.jail, "flip_dir"))
+    Tree.write(os.path.join(t.jail, "flip_dir", "f"), b"x")
+    os.makedirs(os.path.join(t.out, "odir"))
+    Tree.write(os.path.join(t.out, "odir", "f"), b"outside file, 27 bytes....\n")
+    os.symlink(os.path.join(t.out, "odir"), os.path.join(t.jail, "flip_link"))
+    for n in ("flip_dir", "flip_dir/f", "flip_link"):
+        os.lchown(os.path.join(t.jail, n), RUN_UID, RUN_GID)
+    os.chmod(os.path.join(t.out, "odir", "f"), 0o600)
+    os.lchown(os.path.join(t.out, "odir", "f"), RUN_UID, RUN_GID)
+    before = t.snapshot()
+    stop = t.base + "-stop-swapping"  # not in base: its mtime is watched
+    pid = os.fork()
+    if pid == 0:
+        try:
+            PREEXEC and PREEXEC()
+            swapper(t.jail, stop)
+        finally:
+            os._exit(1)
+    c = confined(t)
+    leaks = []
+    try:
+        for _ in range(RACE_ROUNDS):
+            rep = c.stat("flip/f")
+            if rep.type == sc.FXP_ATTRS and rep.attrs.get("size") != 1:
+                leaks.append(("stat", rep))
+            rep = c.open("flip/f", sc.FXF_READ)
+            if rep.type == sc.FXP_HANDLE:
+                data = c.read(rep.handle, 0, 100)
+                c.close_handle(rep.handle)
+                if data.type == sc.FXP_DATA and data.data != b"x":
+                    leaks.append(("open", data))
+            c.setstat("flip/f", {"perm": 0o644})
+            c.setstat("flip/f", {"size": 1})
+    finally:
+        open(stop, "w").close()
+        os.waitpid(pid, 0)
+        c.close()
+    check(not leaks, "race: nothing answered from outside (%d of %d: %r)"
+          % (len(leaks), RACE_ROUNDS, leaks[:3]))
+    after = t.snapshot()
+    changed = [k for k in set(before) | set(after)
+               if before.get(k) != after.get(k)]
+    check(not changed, "race: outside untouched (changed: %r)" % changed)
+
+
 def summary(rep):
     """What must be equal between a confined and an unconfined answer."""
     if rep.type == sc.FXP_STATUS:
@@ -782,6 +848,7 @@ def main():
         print("NOTE: no confine-probe: Landlock alone not tried")
     one_pass(os.path.join(ARGS.workdir, "tree"))
     check_same_inside(os.path.join(ARGS.workdir, "same"))
+    check_race(Tree(os.path.join(ARGS.workdir, "race"), RUN_UID, RUN_GID))
     print("%d passed, %d failed" % (PASSED, FAILED))
     return 1 if FAILED else 0
 
