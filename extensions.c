@@ -22,6 +22,7 @@
 #include "attrib.h"
 #include "backend.h"
 #include "buf.h"
+#include "confine.h"
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
@@ -98,12 +99,14 @@ int process_extended_statvfs(struct request *req)
 {
 	struct statvfs st;
 	char *path;
+	int rc;
 
-	if (get_path(req, "process_extended_statvfs", &path) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_extended_statvfs", &path)) != 0)
+		return rc;
 	debug3("request %u: statvfs", req->id);
 	logit("statvfs \"%s\"", path);
-	if (statvfs(path, &st) != 0)
+	if ((confine_active() ? confine_statvfs(path, &st)
+	                      : statvfs(path, &st)) != 0)
 		send_errno(req);
 	else
 		send_statvfs(req, &st);
@@ -272,10 +275,10 @@ int process_extended_expand(struct request *req)
 {
 	char cwd[PATH_MAX], resolved[PATH_MAX];
 	char *path, *full;
-	int no_user;
+	int no_user, rc;
 
-	if (get_path(req, "process_extended_expand", &path) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_extended_expand", &path)) != 0)
+		return rc;
 	if (getcwd(cwd, sizeof(cwd)) == NULL) {
 		send_errno(req);
 		free(path);
@@ -555,21 +558,35 @@ int process_extended_copy_data(struct request *req)
 
 /* ---- home-directory ------------------------------------------------ */
 
+/* A confined session cannot read the user database (it is outside), but
+ * knows its own user. */
+static int user_known(const char *user)
+{
+	if (confine_active() && strcmp(user, srv.user) == 0)
+		return 1;
+	return getpwnam(user) != NULL;
+}
+
 /* OpenSSH 9.2 checks that the named user exists but answers with the
  * caller's own home (and "" is FAILURE); 9.8 answers "" with the caller's
  * home and a named user with that user's.  We keep 9.2's answers. */
 int process_extended_home_directory(struct request *req)
 {
+	const char *home;
 	char *user;
+	int rc;
 
-	if (get_path(req, "process_extended_home_directory", &user) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_extended_home_directory", &user)) != 0)
+		return rc;
 	debug3("request %u: home-directory \"%s\"", req->id, user);
-	if (getpwnam(user) == NULL) {
+	if (!user_known(user)) {
 		send_status(req, SSH2_FX_FAILURE);
 	} else {
-		verbose("home-directory \"%s\"", srv.home);
-		send_one_name(req, srv.home);
+		/* A confined session's home is where it starts, as for "~"
+		 * in expand-path. */
+		home = confine_active() ? confine_start_dir() : srv.home;
+		verbose("home-directory \"%s\"", home);
+		send_one_name(req, home);
 	}
 	free(user);
 	return HANDLER_DONE;
@@ -578,6 +595,26 @@ int process_extended_home_directory(struct request *req)
 /* ---- users-groups-by-id -------------------------------------------- */
 
 #define UGID_FN "process_extended_get_users_groups_by_id"
+
+/* A confined session cannot read the user database, but the names it
+ * looked up before confining itself (its own) are cached by libbsd. */
+static const char *confined_user(uint32_t id)
+{
+	const char *name = NULL;
+
+	if (confine_active())
+		name = user_from_uid((uid_t)id, 1);
+	return name != NULL ? name : "";
+}
+
+static const char *confined_group(uint32_t id)
+{
+	const char *name = NULL;
+
+	if (confine_active())
+		name = group_from_gid((gid_t)id, 1);
+	return name != NULL ? name : "";
+}
 
 /* Append one name string per id in ids (a packed uint32 list) to out;
  * unknown ids get "".  A trailing part of an id is malformed, noticed (as
@@ -595,11 +632,11 @@ static int put_names(struct request *req, struct wbuf *out, const uint8_t *ids,
 		if (groups) {
 			struct group *gr = getgrgid((gid_t)id);
 
-			name = gr != NULL ? gr->gr_name : "";
+			name = gr != NULL ? gr->gr_name : confined_group(id);
 		} else {
 			struct passwd *pw = getpwuid((uid_t)id);
 
-			name = pw != NULL ? pw->pw_name : "";
+			name = pw != NULL ? pw->pw_name : confined_user(id);
 		}
 		debug3(UGID_FN ": %s %u => \"%s\"", kind, id, name);
 		put_check(wbuf_put_cstring(out, name));

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
@@ -76,6 +77,34 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
 	}
 }
 
+/* A confined path is opened from its directory's descriptor, so that a
+ * directory swapped for a symlink since it was resolved cannot lead
+ * elsewhere (see confine_parent). */
+static int open_by_name(const char *name, int flags, int mode)
+{
+	if (confine_active())
+		return confine_open(name, flags, (mode_t)mode);
+	return open(name, flags, mode);
+}
+
+static DIR *opendir_by_name(const char *path)
+{
+	DIR *dirp;
+	int fd, err;
+
+	if (!confine_active())
+		return opendir(path);
+	fd = confine_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd == -1)
+		return NULL;
+	if ((dirp = fdopendir(fd)) == NULL) {
+		err = errno;
+		close(fd);
+		errno = err;
+	}
+	return dirp;
+}
+
 /* Opening a FIFO waits for its other end, which would stop the whole
  * server (OpenSSH's waits too): a FIFO is opened without waiting, so
  * reading alone opens at once and writing alone fails (ENXIO) while
@@ -88,10 +117,10 @@ static int open_file(const char *name, int *flags, int mode)
 
 	if (stat(name, &st) == 0 && S_ISFIFO(st.st_mode))
 		*flags |= O_NONBLOCK;
-	fd = open(name, *flags, mode);
+	fd = open_by_name(name, *flags, mode);
 	if (fd == -1 && errno == EMFILE) {
 		pipes_release_spares();
-		fd = open(name, *flags, mode);
+		fd = open_by_name(name, *flags, mode);
 	}
 	return fd;
 }
@@ -118,11 +147,11 @@ static int set_blocking_mode(struct handle *h)
 
 static DIR *open_dir(const char *path)
 {
-	DIR *dirp = opendir(path);
+	DIR *dirp = opendir_by_name(path);
 
 	if (dirp == NULL && errno == EMFILE) {
 		pipes_release_spares();
-		dirp = opendir(path);
+		dirp = opendir_by_name(path);
 	}
 	return dirp;
 }
@@ -132,7 +161,7 @@ int process_open(struct request *req)
 	struct attrib a;
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
-	int flags, mode, fd, idx;
+	int flags, mode, fd, idx, rc;
 
 	if (get_path(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -141,8 +170,15 @@ int process_open(struct request *req)
 		free(name);
 		return HANDLER_PARSE_ERROR;
 	}
-	debug3("request %u: open flags %d", req->id, pflags);
 	flags = flags_from_portable(pflags);
+	/* With O_EXCL the kernel follows no final symlink (an existing one
+	 * is EEXIST): neither does the resolution. */
+	if ((rc = confine_path(req, "process_open",
+	                       (flags & O_EXCL) ? PATH_NOFOLLOW
+	                                        : path_use_of(req, 0),
+	                       &name)) != 0)
+		return rc;
+	debug3("request %u: open flags %d", req->id, pflags);
 	mode = (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? (int)a.perm : 0666;
 	string_from_portable(pflags, flagstr, sizeof(flagstr));
 	logit("open \"%s\" flags %s mode 0%o", name, flagstr, mode);
@@ -444,10 +480,13 @@ int process_opendir(struct request *req)
 {
 	char *path;
 	DIR *dirp;
-	int idx;
+	int idx, rc;
 
 	if (get_path(req, "process_opendir", &path) != 0)
 		return HANDLER_PARSE_ERROR;
+	if ((rc = confine_path(req, "process_opendir", path_use_of(req, 0),
+	                       &path)) != 0)
+		return rc;
 	debug3("request %u: opendir", req->id);
 	logit("opendir \"%s\"", path);
 	if ((dirp = open_dir(path)) == NULL) {
@@ -462,19 +501,24 @@ int process_opendir(struct request *req)
 	return HANDLER_DONE;
 }
 
-/* Append one NAME entry: file name, long name, lstat attributes. */
-static int put_dir_entry(struct request *req, const char *dir, const char *name,
-                         time_t now)
+/* Append one NAME entry: file name, long name, lstat attributes.  The
+ * entry is looked up in the directory the handle holds open, not by its
+ * path again: that may lead elsewhere by now (and out of --confine). */
+static int put_dir_entry(struct request *req, DIR *dirp, const char *dir,
+                         const char *name, time_t now)
 {
-	char path[PATH_MAX], *longname;
+	const char *look = name;
+	char *longname;
 	struct attrib a;
 	struct stat st;
 	int rc;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir,
-	                     strcmp(dir, "/") ? "/" : "",
-	                     name) >= sizeof(path) ||
-	    lstat(path, &st) == -1)
+	/* The confinement directory's ".." is outside: show it as itself,
+	 * as a chroot does. */
+	if (confine_active() && strcmp(name, "..") == 0 &&
+	    strcmp(dir, confine_root()) == 0)
+		look = ".";
+	if (fstatat(dirfd(dirp), look, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return 0; /* skipped, as OpenSSH skips entries it cannot stat */
 	if ((longname = ls_longname(name, &st, now)) == NULL)
 		return 0;
@@ -520,7 +564,7 @@ int process_readdir(struct request *req)
 	if (wbuf_put_u32(&req->reply, 0) != BUF_OK) /* count, patched below */
 		fatal_exit(255, "process_readdir: encode failed");
 	while (count < READDIR_BATCH && (dp = readdir(h->dirp)) != NULL)
-		count += put_dir_entry(req, h->name, dp->d_name, now);
+		count += put_dir_entry(req, h->dirp, h->name, dp->d_name, now);
 	if (count == 0) {
 		send_status(req, SSH2_FX_EOF);
 		return HANDLER_DONE;
@@ -531,41 +575,103 @@ int process_readdir(struct request *req)
 	return HANDLER_DONE;
 }
 
-static int set_size(const char *name, int fd, uint64_t size,
-                    enum setstat_target t)
+/* What the set_* calls act on: a descriptor (SETSTAT_FD), a path, or under
+ * --confine a name in a directory descriptor (dir >= 0), never following a
+ * final symlink (the resolution did where the request wanted it). */
+struct set_target {
+	const char *name;
+	int fd;
+	int dir;
+	enum setstat_target t;
+};
+
+/* truncate(2) of a name in a directory: through a descriptor opened
+ * without following a symlink, with truncate's answers for what is not a
+ * regular file. */
+static int truncate_at(int dir, const char *name, off_t size)
 {
-	return t == SETSTAT_FD ? ftruncate(fd, (off_t)size)
-	                       : truncate(name, (off_t)size);
+	struct stat st;
+	int fd, rc, err;
+
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		return -1;
+	}
+	fd = openat(dir, name,
+	            O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	rc = ftruncate(fd, size);
+	err = errno;
+	close(fd);
+	errno = err;
+	return rc;
 }
 
-static int set_mode(const char *name, int fd, mode_t mode,
-                    enum setstat_target t)
+/* chmod of a name in a directory, not following a final symlink.  Before
+ * fchmodat2 (Linux 6.6, glibc 2.39) glibc does that through /proc and says
+ * EOPNOTSUPP without it; then, for what is no symlink, the plain call. */
+static int chmod_at(int dir, const char *name, mode_t mode)
 {
-	if (t == SETSTAT_FD)
-		return fchmod(fd, mode);
-	if (t == SETSTAT_NOFOLLOW)
-		return fchmodat(AT_FDCWD, name, mode, AT_SYMLINK_NOFOLLOW);
-	return chmod(name, mode);
+	struct stat st;
+
+	if (fchmodat(dir, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	if (S_ISLNK(st.st_mode)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return fchmodat(dir, name, mode, 0);
 }
 
-static int set_times(const char *name, int fd, const struct attrib *a,
-                     enum setstat_target t)
+static int set_size(const struct set_target *tg, uint64_t size)
+{
+	if (tg->t == SETSTAT_FD)
+		return ftruncate(tg->fd, (off_t)size);
+	if (tg->dir >= 0)
+		return truncate_at(tg->dir, tg->name, (off_t)size);
+	return truncate(tg->name, (off_t)size);
+}
+
+static int set_mode(const struct set_target *tg, mode_t mode)
+{
+	if (tg->t == SETSTAT_FD)
+		return fchmod(tg->fd, mode);
+	if (tg->dir >= 0)
+		return chmod_at(tg->dir, tg->name, mode);
+	if (tg->t == SETSTAT_NOFOLLOW)
+		return fchmodat(AT_FDCWD, tg->name, mode, AT_SYMLINK_NOFOLLOW);
+	return chmod(tg->name, mode);
+}
+
+static int nofollow_flag(const struct set_target *tg)
+{
+	return tg->dir >= 0 || tg->t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW
+	                                                 : 0;
+}
+
+static int set_times(const struct set_target *tg, const struct attrib *a)
 {
 	struct timespec ts[2] = {{.tv_sec = a->atime}, {.tv_sec = a->mtime}};
 
-	if (t == SETSTAT_FD)
-		return futimens(fd, ts);
-	return utimensat(AT_FDCWD, name, ts,
-	                 t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+	if (tg->t == SETSTAT_FD)
+		return futimens(tg->fd, ts);
+	return utimensat(tg->dir >= 0 ? tg->dir : AT_FDCWD, tg->name, ts,
+	                 nofollow_flag(tg));
 }
 
-static int set_owner(const char *name, int fd, const struct attrib *a,
-                     enum setstat_target t)
+static int set_owner(const struct set_target *tg, const struct attrib *a)
 {
-	if (t == SETSTAT_FD)
-		return fchown(fd, a->uid, a->gid);
-	return fchownat(AT_FDCWD, name, a->uid, a->gid,
-	                t == SETSTAT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0);
+	if (tg->t == SETSTAT_FD)
+		return fchown(tg->fd, a->uid, a->gid);
+	return fchownat(tg->dir >= 0 ? tg->dir : AT_FDCWD, tg->name, a->uid,
+	                a->gid, nofollow_flag(tg));
 }
 
 /* The modtime log line shows the new mtime in local time, as OpenSSH's
@@ -585,30 +691,43 @@ static void log_modtime(const char *name, uint32_t mtime)
 uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
                       enum setstat_target t)
 {
+	struct set_target tg = {.name = name, .fd = fd, .dir = -1, .t = t};
+	char leaf[NAME_MAX + 1];
 	uint32_t status = SSH2_FX_OK;
 
+	/* A confined path is acted on from its directory's descriptor: a
+	 * directory swapped for a symlink since it was resolved cannot lead
+	 * out (see confine_parent). */
+	if (confine_active() && t != SETSTAT_FD) {
+		tg.dir = confine_parent(name, leaf);
+		if (tg.dir < 0)
+			return errno_to_status(-tg.dir);
+		tg.name = leaf;
+	}
 	/* Every step runs even after a failure; the last failure wins. */
 	if (a->flags & SSH2_FILEXFER_ATTR_SIZE) {
 		logit("set \"%s\" size %llu", name,
 		      (unsigned long long)a->size);
-		if (set_size(name, fd, a->size, t) == -1)
+		if (set_size(&tg, a->size) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) {
 		logit("set \"%s\" mode %04o", name, a->perm);
-		if (set_mode(name, fd, a->perm & 07777, t) == -1)
+		if (set_mode(&tg, a->perm & 07777) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {
 		log_modtime(name, a->mtime);
-		if (set_times(name, fd, a, t) == -1)
+		if (set_times(&tg, a) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_UIDGID) {
 		logit("set \"%s\" owner %lu group %lu", name,
 		      (unsigned long)a->uid, (unsigned long)a->gid);
-		if (set_owner(name, fd, a, t) == -1)
+		if (set_owner(&tg, a) == -1)
 			status = errno_to_status(errno);
 	}
+	if (tg.dir >= 0)
+		close(tg.dir);
 	return status;
 }

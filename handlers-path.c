@@ -12,6 +12,7 @@
 
 #include "attrib.h"
 #include "buf.h"
+#include "confine.h"
 #include "handlers.h"
 #include "log.h"
 #include "parse.h"
@@ -30,11 +31,14 @@ static int do_stat(struct request *req, int follow)
 	int rc;
 
 	/* STAT and LSTAT share one function in OpenSSH, and its name. */
-	if (get_path(req, "process_do_stat", &name) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_do_stat", &name)) != 0)
+		return rc;
 	debug3("request %u: %s", req->id, op);
 	verbose("%s name \"%s\"", op, name);
-	rc = follow ? stat(name, &st) : lstat(name, &st);
+	if (confine_active())
+		rc = confine_lstat(name, &st); /* any final link followed */
+	else
+		rc = follow ? stat(name, &st) : lstat(name, &st);
 	if (rc == -1) {
 		send_errno(req);
 	} else {
@@ -63,9 +67,10 @@ int setstat_request(struct request *req, const char *fn, enum setstat_target t)
 	int nofollow = t == SETSTAT_NOFOLLOW;
 	struct attrib a;
 	char *name;
+	int rc;
 
-	if (get_path_attrib(req, fn, &name, &a) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path_attrib(req, fn, &name, &a)) != 0)
+		return rc;
 	debug("request %u: %s name \"%s\"", req->id,
 	      nofollow ? "lsetstat" : "setstat", name);
 	if (nofollow && (a.flags & SSH2_FILEXFER_ATTR_SIZE))
@@ -87,9 +92,10 @@ static int path_request(struct request *req, const char *fn, const char *op,
                         int (*call)(const char *))
 {
 	char *name;
+	int rc;
 
-	if (get_path(req, fn, &name) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, fn, &name)) != 0)
+		return rc;
 	debug3("request %u: %s", req->id, op);
 	logit("%s name \"%s\"", op, name);
 	send_result(req, call(name));
@@ -107,9 +113,10 @@ int process_mkdir(struct request *req)
 	struct attrib a;
 	mode_t mode;
 	char *name;
+	int rc;
 
-	if (get_path_attrib(req, "process_mkdir", &name, &a) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path_attrib(req, "process_mkdir", &name, &a)) != 0)
+		return rc;
 	/* Only the permissions matter; the umask still applies. */
 	mode =
 	    (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? a.perm & 07777 : 0777;
@@ -129,9 +136,10 @@ int process_realpath(struct request *req)
 {
 	char resolved[PATH_MAX];
 	char *path;
+	int rc;
 
-	if (get_path(req, "process_realpath", &path) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_realpath", &path)) != 0)
+		return rc;
 	debug3("request %u: realpath", req->id);
 	/* Clients send "" to ask where they are. */
 	verbose("realpath \"%s\"", path[0] == '\0' ? "." : path);
@@ -156,8 +164,12 @@ static int link_unsupported(int err)
 static uint32_t rename_if_absent(const char *oldpath, const char *newpath)
 {
 	struct stat st;
+	/* Under --confine, a symlink at newpath is not followed out of the
+	 * directory, even to learn whether something exists there. */
+	int rc =
+	    confine_active() ? confine_lstat(newpath, &st) : stat(newpath, &st);
 
-	if (stat(newpath, &st) == 0)
+	if (rc == 0)
 		return SSH2_FX_FAILURE;
 	if (rename(oldpath, newpath) == -1)
 		return errno_to_status(errno);
@@ -189,9 +201,11 @@ int process_rename(struct request *req)
 	char *oldpath, *newpath;
 	struct stat st;
 	uint32_t status;
+	int rc;
 
-	if (get_two_paths(req, "process_rename", &oldpath, &newpath) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_two_paths(req, "process_rename", &oldpath, &newpath)) !=
+	    0)
+		return rc;
 	debug3("request %u: rename", req->id);
 	logit("rename old \"%s\" new \"%s\"", oldpath, newpath);
 	if (lstat(oldpath, &st) == -1)
@@ -211,12 +225,15 @@ int process_readlink(struct request *req)
 	char target[PATH_MAX];
 	ssize_t len;
 	char *path;
+	int rc;
 
-	if (get_path(req, "process_readlink", &path) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_path(req, "process_readlink", &path)) != 0)
+		return rc;
 	debug3("request %u: readlink", req->id);
 	verbose("readlink \"%s\"", path);
-	len = readlink(path, target, sizeof(target) - 1);
+	len = confine_active()
+	          ? confine_readlink(path, target, sizeof(target) - 1)
+	          : readlink(path, target, sizeof(target) - 1);
 	if (len == -1) {
 		send_errno(req);
 	} else {
@@ -231,9 +248,10 @@ int path_pair_request(struct request *req, const char *fn, const char *op,
                       int (*call)(const char *, const char *))
 {
 	char *oldpath, *newpath;
+	int rc;
 
-	if (get_two_paths(req, fn, &oldpath, &newpath) != 0)
-		return HANDLER_PARSE_ERROR;
+	if ((rc = get_two_paths(req, fn, &oldpath, &newpath)) != 0)
+		return rc;
 	debug3("request %u: %s", req->id, op);
 	logit("%s old \"%s\" new \"%s\"", op, oldpath, newpath);
 	send_result(req, call(oldpath, newpath));

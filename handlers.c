@@ -18,11 +18,32 @@ struct server srv;
 
 #define HANDLER(t, n, w, io, f)                                                \
 	{                                                                      \
-		n, NULL, NULL, t, w, io, f                                     \
+		n, NULL, NULL, t, w, io, f,                                    \
+		{                                                              \
+			PATH_FOLLOW, PATH_FOLLOW                               \
+		}                                                              \
 	}
 #define EXTENSION(e, v, n, w, f)                                               \
 	{                                                                      \
-		n, e, v, 0, w, 0, f                                            \
+		n, e, v, 0, w, 0, f,                                           \
+		{                                                              \
+			PATH_FOLLOW, PATH_FOLLOW                               \
+		}                                                              \
+	}
+/* Rows whose paths are not all PATH_FOLLOW (see enum path_use). */
+#define HANDLER_PATHS(t, n, w, f, p1, p2)                                      \
+	{                                                                      \
+		n, NULL, NULL, t, w, 0, f,                                     \
+		{                                                              \
+			p1, p2                                                 \
+		}                                                              \
+	}
+#define EXTENSION_PATHS(e, v, n, w, f, p1, p2)                                 \
+	{                                                                      \
+		n, e, v, 0, w, 0, f,                                           \
+		{                                                              \
+			p1, p2                                                 \
+		}                                                              \
 	}
 
 /* Plain requests, in OpenSSH's order (also the -Q requests order).  OPEN
@@ -32,41 +53,51 @@ static const struct handler plain_handlers[] = {
     HANDLER(SSH2_FXP_CLOSE, "close", 0, 0, process_close),
     HANDLER(SSH2_FXP_READ, "read", 0, 1, process_read),
     HANDLER(SSH2_FXP_WRITE, "write", 1, 1, process_write),
-    HANDLER(SSH2_FXP_LSTAT, "lstat", 0, 0, process_lstat),
+    HANDLER_PATHS(SSH2_FXP_LSTAT, "lstat", 0, process_lstat, PATH_NOFOLLOW,
+                  PATH_FOLLOW),
     HANDLER(SSH2_FXP_FSTAT, "fstat", 0, 0, process_fstat),
     HANDLER(SSH2_FXP_SETSTAT, "setstat", 1, 0, process_setstat),
     HANDLER(SSH2_FXP_FSETSTAT, "fsetstat", 1, 0, process_fsetstat),
     HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir),
     HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir),
-    HANDLER(SSH2_FXP_REMOVE, "remove", 1, 0, process_remove),
-    HANDLER(SSH2_FXP_MKDIR, "mkdir", 1, 0, process_mkdir),
-    HANDLER(SSH2_FXP_RMDIR, "rmdir", 1, 0, process_rmdir),
-    HANDLER(SSH2_FXP_REALPATH, "realpath", 0, 0, process_realpath),
+    HANDLER_PATHS(SSH2_FXP_REMOVE, "remove", 1, process_remove, PATH_NOFOLLOW,
+                  PATH_FOLLOW),
+    HANDLER_PATHS(SSH2_FXP_MKDIR, "mkdir", 1, process_mkdir, PATH_NOFOLLOW,
+                  PATH_FOLLOW),
+    HANDLER_PATHS(SSH2_FXP_RMDIR, "rmdir", 1, process_rmdir, PATH_NOFOLLOW,
+                  PATH_FOLLOW),
+    HANDLER_PATHS(SSH2_FXP_REALPATH, "realpath", 0, process_realpath,
+                  PATH_NOT_RESOLVED, PATH_FOLLOW),
     HANDLER(SSH2_FXP_STAT, "stat", 0, 0, process_stat),
-    HANDLER(SSH2_FXP_RENAME, "rename", 1, 0, process_rename),
-    HANDLER(SSH2_FXP_READLINK, "readlink", 0, 0, process_readlink),
-    HANDLER(SSH2_FXP_SYMLINK, "symlink", 1, 0, process_symlink),
+    HANDLER_PATHS(SSH2_FXP_RENAME, "rename", 1, process_rename, PATH_NOFOLLOW,
+                  PATH_NOFOLLOW),
+    HANDLER_PATHS(SSH2_FXP_READLINK, "readlink", 0, process_readlink,
+                  PATH_NOFOLLOW, PATH_FOLLOW),
+    HANDLER_PATHS(SSH2_FXP_SYMLINK, "symlink", 1, process_symlink,
+                  PATH_NOT_RESOLVED, PATH_NOFOLLOW),
 };
 
 /* Extensions, in the order VERSION advertises them. */
 static const struct handler ext_handlers[] = {
-    EXTENSION("posix-rename@openssh.com", "1", "posix-rename", 1,
-              process_extended_posix_rename),
+    EXTENSION_PATHS("posix-rename@openssh.com", "1", "posix-rename", 1,
+                    process_extended_posix_rename, PATH_NOFOLLOW,
+                    PATH_NOFOLLOW),
     EXTENSION("statvfs@openssh.com", "2", "statvfs", 0,
               process_extended_statvfs),
     EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
               process_extended_fstatvfs),
-    EXTENSION("hardlink@openssh.com", "1", "hardlink", 1,
-              process_extended_hardlink),
+    EXTENSION_PATHS("hardlink@openssh.com", "1", "hardlink", 1,
+                    process_extended_hardlink, PATH_NOFOLLOW, PATH_NOFOLLOW),
     EXTENSION("fsync@openssh.com", "1", "fsync", 1, process_extended_fsync),
-    EXTENSION("lsetstat@openssh.com", "1", "lsetstat", 1,
-              process_extended_lsetstat),
+    EXTENSION_PATHS("lsetstat@openssh.com", "1", "lsetstat", 1,
+                    process_extended_lsetstat, PATH_NOFOLLOW, PATH_FOLLOW),
     EXTENSION("limits@openssh.com", "1", "limits", 0, process_extended_limits),
-    EXTENSION("expand-path@openssh.com", "1", "expand-path", 0,
-              process_extended_expand),
+    EXTENSION_PATHS("expand-path@openssh.com", "1", "expand-path", 0,
+                    process_extended_expand, PATH_NOT_RESOLVED, PATH_FOLLOW),
     EXTENSION("copy-data", "1", "copy-data", 1, process_extended_copy_data),
-    EXTENSION("home-directory", "1", "home-directory", 0,
-              process_extended_home_directory),
+    EXTENSION_PATHS("home-directory", "1", "home-directory", 0,
+                    process_extended_home_directory, PATH_NOT_RESOLVED,
+                    PATH_FOLLOW),
     EXTENSION("users-groups-by-id@openssh.com", "1", "users-groups-by-id", 0,
               process_extended_get_users_groups_by_id),
 };
@@ -92,6 +123,13 @@ const struct handler *handler_for_extension(const uint8_t *name, size_t len)
 		    memcmp(ext_handlers[i].ext_name, name, len) == 0)
 			return &ext_handlers[i];
 	return NULL;
+}
+
+int path_use_of(const struct request *req, int argi)
+{
+	if (req->handler == NULL || argi < 0 || argi > 1)
+		return PATH_FOLLOW;
+	return req->handler->path_use[argi];
 }
 
 int request_permitted(const struct handler *h)
@@ -184,6 +222,14 @@ static int process_init(struct request *req)
 	return HANDLER_DONE;
 }
 
+/* A path refused by --confine was answered where it was read. */
+static int run_handler(const struct handler *h, struct request *req)
+{
+	int rc = h->fn(req);
+
+	return rc == HANDLER_REFUSED ? HANDLER_DONE : rc;
+}
+
 static int process_extended(struct request *req)
 {
 	const struct handler *h;
@@ -204,7 +250,7 @@ static int process_extended(struct request *req)
 		send_status(req, SSH2_FX_PERMISSION_DENIED);
 		return HANDLER_DONE;
 	}
-	return h->fn(req);
+	return run_handler(h, req);
 }
 
 int request_start(struct request *req)
@@ -243,5 +289,5 @@ int request_start(struct request *req)
 		send_status(req, SSH2_FX_PERMISSION_DENIED);
 		return HANDLER_DONE;
 	}
-	return h->fn(req);
+	return run_handler(h, req);
 }

@@ -39,6 +39,7 @@ enum long_only_option {
 	OPT_QUEUE_DEPTH,
 	OPT_WRITE_MERGE,
 	OPT_NO_SPLICE,
+	OPT_CONFINE,
 };
 
 /*
@@ -55,6 +56,7 @@ static const struct option long_options[] = {
     {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
     {"write-merge", required_argument, NULL, OPT_WRITE_MERGE},
     {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
+    {"confine", optional_argument, NULL, OPT_CONFINE},
     {NULL, 0, NULL, 0},
 };
 
@@ -115,6 +117,10 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "                              0..%d (default %d, 0 = off)\n"
 	       "  --no-splice                 copy READ data instead of "
 	       "splicing it\n"
+	       "  --confine[=DIR]             no access outside DIR "
+	       "(default: the\n"
+	       "                              start directory), by "
+	       "Landlock\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
@@ -283,6 +289,14 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		break;
 	case OPT_NO_SPLICE:
 		o->no_splice = 1;
+		break;
+	case OPT_CONFINE:
+		if (arg != NULL && *arg == '\0') {
+			fprintf(stderr, "Invalid confinement directory \"\"\n");
+			exit(1);
+		}
+		o->confine = 1;
+		o->confine_dir = arg;
 		break;
 	case OPT_WRITE_MERGE:
 		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=

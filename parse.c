@@ -2,12 +2,19 @@
  * malformed.  The texts are OpenSSH 9.2's, which the difftest compares. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "confine.h"
 #include "handle.h"
+#include "handlers.h"
+#include "log.h"
 #include "parse.h"
+#include "reply.h"
 #include "sftp.h"
+#include "status.h"
 
 /* sshbuf refuses a string whose length word passes its 128 MiB cap before
  * it looks at what is left, and says so differently. */
@@ -91,18 +98,68 @@ static int field(struct request *req, const char *fn, int rc, int is_string)
 	return parse_fail(req, fn, field_error(&req->body, rc, is_string));
 }
 
+/*
+ * The choke point of --confine: every path a request carries comes through
+ * here, and under confinement leaves as its resolution beneath the
+ * confinement directory (confine_resolve), so that the handler's system
+ * call cannot reach outside whatever the path, its symlinks or its ".."
+ * say.  use (enum path_use) says whether the request follows a final
+ * symlink; the readers take it from the handler table (path_use_of).  A
+ * path that cannot be resolved is answered here with its status.
+ */
+int confine_path(struct request *req, const char *fn, int use, char **path)
+{
+	char resolved[PATH_MAX], *copy;
+	int rc;
+
+	if (!confine_active() || use == PATH_NOT_RESOLVED)
+		return 0;
+	rc = confine_resolve(*path, use == PATH_FOLLOW ? CONFINE_FOLLOW : 0,
+	                     resolved);
+	if (rc == 0 && (copy = strdup(resolved)) == NULL)
+		fatal_exit(255, "%s: out of memory", fn);
+	free(*path);
+	*path = NULL;
+	if (rc != 0) {
+		send_status(req, errno_to_status(-rc));
+		/* A handler that takes any failure here for a parse error
+		 * ends the session rather than running unconfined. */
+		snprintf(req->fatal, sizeof(req->fatal),
+		         "%s: path refused by --confine", fn);
+		return HANDLER_REFUSED;
+	}
+	*path = copy;
+	return 0;
+}
+
 int get_path(struct request *req, const char *fn, char **path)
 {
-	return field(req, fn, rbuf_get_cstring(&req->body, path), 1);
+	int rc = field(req, fn, rbuf_get_cstring(&req->body, path), 1);
+
+	if (rc != 0)
+		return rc;
+	return confine_path(req, fn, path_use_of(req, 0), path);
 }
 
 int get_two_paths(struct request *req, const char *fn, char **a, char **b)
 {
-	if (get_path(req, fn, a) != 0)
-		return HANDLER_PARSE_ERROR;
-	if (get_path(req, fn, b) != 0) {
+	int rc;
+
+	/* Both are read before either is resolved: a parse error in the
+	 * second wins over a refusal of the first, as without --confine. */
+	if ((rc = field(req, fn, rbuf_get_cstring(&req->body, a), 1)) != 0)
+		return rc;
+	if ((rc = field(req, fn, rbuf_get_cstring(&req->body, b), 1)) != 0) {
 		free(*a);
-		return HANDLER_PARSE_ERROR;
+		return rc;
+	}
+	if ((rc = confine_path(req, fn, path_use_of(req, 0), a)) != 0) {
+		free(*b);
+		return rc;
+	}
+	if ((rc = confine_path(req, fn, path_use_of(req, 1), b)) != 0) {
+		free(*a);
+		return rc;
 	}
 	return 0;
 }
@@ -119,13 +176,15 @@ int get_attrib(struct request *req, const char *fn, struct attrib *a)
 int get_path_attrib(struct request *req, const char *fn, char **path,
                     struct attrib *a)
 {
-	if (get_path(req, fn, path) != 0)
-		return HANDLER_PARSE_ERROR;
+	int rc = field(req, fn, rbuf_get_cstring(&req->body, path), 1);
+
+	if (rc != 0)
+		return rc;
 	if (get_attrib(req, fn, a) != 0) {
 		free(*path);
 		return HANDLER_PARSE_ERROR;
 	}
-	return 0;
+	return confine_path(req, fn, path_use_of(req, 0), path);
 }
 
 int get_u32(struct request *req, const char *fn, uint32_t *v)

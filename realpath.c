@@ -12,14 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "realpath.h"
-
-/*
- * OpenSSH allows SYMLOOP_MAX (32 where the system has none) links and
- * gives up on the next one after that, so 33 links resolve and the 34th
- * is ELOOP.
- */
-#define SYMLINKS_ALLOWED 33
 
 /* The path built so far; always ends with '/' between components. */
 struct resolved_path {
@@ -193,7 +187,7 @@ static int walk(const char *path, struct resolved_path *out)
 		}
 		if (!S_ISLNK(st.st_mode))
 			continue;
-		if (++links > SYMLINKS_ALLOWED)
+		if (++links > REALPATH_LINKS_ALLOWED)
 			return set_errno(ELOOP);
 		if (follow_symlink(out, &rest, more) != 0)
 			return -1;
@@ -215,6 +209,17 @@ char *sftp_realpath(const char *path, char *resolved)
 	if (path[0] == '\0') {
 		errno = ENOENT;
 		return NULL;
+	}
+	if (confine_active()) {
+		/* The same resolution as every other path of the session. */
+		int rc = confine_resolve(
+		    path, CONFINE_FOLLOW | CONFINE_REALPATH, resolved);
+
+		if (rc != 0) {
+			errno = -rc;
+			return NULL;
+		}
+		return resolved;
 	}
 	if (walk(path, &out) != 0)
 		return NULL;

@@ -28,6 +28,7 @@
 
 #include "backend.h"
 #include "coalesce.h"
+#include "confine.h"
 #include "handle.h"
 #include "input.h"
 #include "log.h"
@@ -506,6 +507,20 @@ static void serve(void)
 	cleanup_exit(exit_status);
 }
 
+static void start_confined(uid_t uid)
+{
+	char *dir = NULL;
+
+	/* DIR takes the same expansions as -d. */
+	if (srv.opt.confine_dir != NULL &&
+	    (dir = expand_start_dir(srv.opt.confine_dir, srv.user, srv.home,
+	                            (unsigned long)uid)) == NULL)
+		fatal_exit(CONFINE_EXIT, "--confine: cannot expand \"%s\"",
+		           srv.opt.confine_dir);
+	confine_start(dir, srv.opt.start_dir);
+	free(dir);
+}
+
 int main(int argc, char **argv)
 {
 	struct queue_limits limits;
@@ -543,9 +558,15 @@ int main(int argc, char **argv)
 	srv.client_addr = client_address();
 	logit("session opened for local user %s from [%s]", srv.user,
 	      srv.client_addr);
-	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0)
+	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0) {
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
 		      strerror(errno));
+		/* The home directory is no confinement directory. */
+		if (srv.opt.confine && srv.opt.confine_dir == NULL)
+			fatal_exit(CONFINE_EXIT,
+			           "--confine: no start directory; refusing "
+			           "to run unconfined");
+	}
 
 	/* READ buffers of up to 255 KiB come and go all the time; above
 	 * glibc's default mmap threshold each would be a fresh mmap, zeroed
@@ -569,6 +590,10 @@ int main(int argc, char **argv)
 	setup_splice();
 	if (input_init(INPUT_CHUNK, INPUT_CHUNKS) != 0)
 		fatal_exit(1, "out of memory");
+	/* Last, so that everything above could still open what it needed;
+	 * before the first request is read. */
+	if (srv.opt.confine)
+		start_confined(pw->pw_uid);
 	serve();
 	return 0;
 }

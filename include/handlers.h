@@ -12,6 +12,16 @@
 
 typedef int (*handler_fn)(struct request *req);
 
+/* What a request does with a path argument, which decides how --confine
+ * resolves it (get_path in parse.c).  The default, 0, suits a request that
+ * follows a final symlink, as OPEN does. */
+enum path_use {
+	PATH_FOLLOW = 0,
+	PATH_NOFOLLOW,     /* acts on a final symlink itself (LSTAT, REMOVE) */
+	PATH_NOT_RESOLVED, /* not a path of ours (a symlink's target, a user
+	                    * name), or resolved by sftp_realpath */
+};
+
 struct handler {
 	const char *name;     /* short name for -P, -p and -Q requests */
 	const char *ext_name; /* EXTENDED request name; NULL for plain types */
@@ -20,6 +30,7 @@ struct handler {
 	int does_write;          /* refused by -R */
 	int is_io; /* READ/WRITE: runs concurrently via the queue */
 	handler_fn fn;
+	uint8_t path_use[2]; /* enum path_use of the first two paths */
 };
 
 /* Run one request: INIT, the before-init check, EXTENDED name look-up,
@@ -30,6 +41,9 @@ int request_is_io(const struct request *req);
 /* Could this request change file data (so must wait for spliced READ data
  * that still references the file's pages)? */
 int request_may_modify(const struct request *req);
+
+/* enum path_use of the request's argi-th path (0 or 1). */
+int path_use_of(const struct request *req, int argi);
 
 /* Look-ups; NULL when unknown. */
 const struct handler *handler_for_type(uint8_t type);

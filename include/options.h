@@ -19,8 +19,10 @@ struct options {
 	unsigned umask_value;        /* -u */
 	enum backend_choice backend; /* --backend=uring|plain|auto */
 	unsigned queue_depth;        /* --queue-depth=N: requests in flight */
-	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
-	int no_splice;        /* --no-splice: copy READ data, never splice */
+	unsigned write_merge;    /* --write-merge=BYTES: 0 turns merging off */
+	int no_splice;           /* --no-splice: copy READ data, never splice */
+	int confine;             /* --confine[=DIR] */
+	const char *confine_dir; /* DIR as given (NULL: the start directory) */
 };
 
 /* Outcome of parse_options. */

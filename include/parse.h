@@ -24,7 +24,13 @@ int parse_fail_step(struct request *req, const char *fn, const char *step,
 int parse_fail(struct request *req, const char *fn, const char *why);
 
 /* Field readers; fn names the OpenSSH function for the fatal line.  Each
- * returns 0, or HANDLER_PARSE_ERROR with nothing left allocated. */
+ * returns 0, or HANDLER_PARSE_ERROR with nothing left allocated.
+ *
+ * The path readers also return HANDLER_REFUSED, with nothing allocated,
+ * when --confine refused a path: the status is already encoded.  Handlers
+ * return what they got:  if ((rc = get_path(...)) != 0) return rc;
+ * Under --confine the paths come back resolved beneath the confinement
+ * directory (see confine_path in parse.c). */
 int get_path(struct request *req, const char *fn, char **path);
 /* Two path strings (old, new), as RENAME, SYMLINK and friends carry them. */
 int get_two_paths(struct request *req, const char *fn, char **a, char **b);
@@ -38,5 +44,13 @@ int get_u64(struct request *req, const char *fn, uint64_t *v);
 int get_data(struct request *req, const char *fn, const uint8_t **p,
              size_t *len);
 int get_attrib(struct request *req, const char *fn, struct attrib *a);
+
+/* The one place where --confine resolves a request's path (the readers
+ * above call it): for a handler that reads its path field itself, call it
+ * once all fields are read, with use = path_use_of(req, n) for its n-th
+ * path (or PATH_NOFOLLOW where the request does not follow a final symlink
+ * this time).  Returns 0 (path replaced by its resolution) or
+ * HANDLER_REFUSED (path freed and NULL, status encoded). */
+int confine_path(struct request *req, const char *fn, int use, char **path);
 
 #endif

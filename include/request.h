@@ -83,5 +83,6 @@ void request_free(struct request *req);
 #define HANDLER_DONE 0        /* reply encoded */
 #define HANDLER_IO 1          /* req->io set up; queue runs it */
 #define HANDLER_PARSE_ERROR 2 /* body malformed: fatal, as in OpenSSH */
+#define HANDLER_REFUSED 3     /* a path refused by --confine: status encoded */
 
 #endif

@@ -330,6 +330,7 @@ START_TEST(test_help_text)
 	ck_assert_ptr_nonnull(strstr(text, "usage: s [-ehR]"));
 	ck_assert_ptr_nonnull(strstr(text, "--queue-depth=N"));
 	ck_assert_ptr_nonnull(strstr(text, "--backend="));
+	ck_assert_ptr_nonnull(strstr(text, "--confine[=DIR]"));
 	free(text);
 	close(fd);
 }
@@ -529,6 +530,27 @@ START_TEST(test_backend_option)
 	ck_assert_int_eq(o.backend, BACKEND_AUTO);
 	ck_assert_int_eq(exit_status_of(bad), 1);
 	ck_assert_int_eq(exit_status_of(upper), 1);
+}
+END_TEST
+
+START_TEST(test_confine_option)
+{
+	char *none[] = {"s", NULL};
+	char *plain[] = {"s", "--confine", NULL};
+	char *dir[] = {"s", "--confine=/srv/sftp/%u", NULL};
+	char *empty[] = {"s", "--confine=", NULL};
+	struct options o;
+
+	ck_assert_int_eq(parse(&o, none), OPTIONS_RUN);
+	ck_assert_int_eq(o.confine, 0);
+	ck_assert_int_eq(parse(&o, plain), OPTIONS_RUN);
+	ck_assert_int_eq(o.confine, 1);
+	ck_assert_ptr_null(o.confine_dir);
+	/* Expanded later, in main, with the -d rules. */
+	ck_assert_int_eq(parse(&o, dir), OPTIONS_RUN);
+	ck_assert_int_eq(o.confine, 1);
+	ck_assert_str_eq(o.confine_dir, "/srv/sftp/%u");
+	ck_assert_int_eq(exit_status_of(empty), 1);
 }
 END_TEST
 
@@ -891,6 +913,7 @@ int main(void)
 	tcase_add_test(opts, test_operand_stops_parsing);
 	tcase_add_test(opts, test_reentrant);
 	tcase_add_test(opts, test_backend_option);
+	tcase_add_test(opts, test_confine_option);
 	tcase_add_test(opts, test_queue_depth_bounds);
 	tcase_add_test(opts, test_write_merge_and_splice);
 	tcase_add_test(opts, test_name_in_list);

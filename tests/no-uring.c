@@ -4,7 +4,11 @@
  * and io_uring_register fail with EPERM (or the errno given).  Everything
  * else is allowed.  The filter is inherited across fork and exec.
  *
- *   no-uring [--errno=N] COMMAND [ARG]...
+ *   no-uring [--errno=N] [--landlock] COMMAND [ARG]...
+ *
+ * With --landlock it denies Landlock's three system calls instead, as a
+ * kernel without Landlock would (tests/confine.sh, with --errno=38 for
+ * ENOSYS).
  *
  * Exit status: the command's, or 125 when the filter cannot be installed
  * (no seccomp), 126/127 when the command cannot be run, 2 on bad usage.
@@ -20,6 +24,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "landlock-sys.h"
 
 #if defined(__x86_64__)
 #define NATIVE_ARCH AUDIT_ARCH_X86_64
@@ -50,13 +56,21 @@
 
 #define EXIT_NO_FILTER 125
 
+/* The three system calls denied. */
+static const unsigned uring_calls[3] = {
+    __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register};
+static const unsigned landlock_calls[3] = {__NR_landlock_create_ruleset,
+                                           __NR_landlock_add_rule,
+                                           __NR_landlock_restrict_self};
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: no-uring [--errno=N] COMMAND [ARG]...\n");
+	fprintf(stderr,
+	        "usage: no-uring [--errno=N] [--landlock] COMMAND [ARG]...\n");
 	exit(2);
 }
 
-static int install_filter(unsigned err)
+static int install_filter(const unsigned *nr, unsigned err)
 {
 	struct sock_filter code[] = {
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
@@ -66,9 +80,9 @@ static int install_filter(unsigned err)
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 	             offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 3, 0),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 2, 0),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 1, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr[0], 3, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr[1], 2, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr[2], 1, 0),
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	    BPF_STMT(BPF_RET | BPF_K,
 	             SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
@@ -91,6 +105,7 @@ static int install_filter(unsigned err)
 
 int main(int argc, char **argv)
 {
+	const unsigned *nr = uring_calls;
 	unsigned long err = EPERM;
 	char *end;
 	int first = 1;
@@ -102,14 +117,21 @@ int main(int argc, char **argv)
 			usage();
 		first = 2;
 	}
+	if (first < argc && strcmp(argv[first], "--landlock") == 0) {
+		nr = landlock_calls;
+		first++;
+	}
 	if (first >= argc || argv[first][0] == '-')
 		usage();
-	if (install_filter((unsigned)err) != 0)
+	if (install_filter(nr, (unsigned)err) != 0)
 		return EXIT_NO_FILTER;
-	/* Prove the filter took before trusting it. */
-	if (syscall(__NR_io_uring_setup, 1, NULL) != -1 || errno != (int)err) {
-		fprintf(stderr, "no-uring: io_uring_setup is not denied (%s)\n",
-		        strerror(errno));
+	/* Prove the filter took before trusting it (a harmless call: a
+	 * version query, or a ring of one entry with no parameters). */
+	if ((nr == landlock_calls ? syscall(nr[0], NULL, 0, 1UL)
+	                          : syscall(nr[0], 1, NULL)) != -1 ||
+	    errno != (int)err) {
+		fprintf(stderr, "no-uring: system call %u is not denied (%s)\n",
+		        nr[0], strerror(errno));
 		return EXIT_NO_FILTER;
 	}
 	execvp(argv[first], argv + first);

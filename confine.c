@@ -1,0 +1,655 @@
+/* --confine: Landlock for what the kernel can enforce, and one resolver of
+ * client paths beneath the confinement directory for what it cannot.
+ * doc/design.md ("Confinement") explains the split and its limits. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/landlock.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "confine.h"
+#include "landlock-sys.h"
+#include "log.h"
+#include "realpath.h"
+
+/* Rights of later ABIs than older kernel headers (Debian 12's) know. */
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+#define LL_NET_BIND_TCP (1ULL << 0)
+#define LL_NET_CONNECT_TCP (1ULL << 1)
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LL_SCOPE_SIGNAL (1ULL << 1)
+
+/* struct landlock_ruleset_attr as of ABI 6; older kernels take a prefix
+ * of it (we pass the size their ABI knows). */
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net; /* ABI 4 */
+	uint64_t scoped;             /* ABI 6 */
+};
+
+/* Every file system right of ABI 1. */
+#define LL_FS_ABI1                                                             \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |          \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |          \
+	 LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |      \
+	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |          \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |          \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |        \
+	 LANDLOCK_ACCESS_FS_MAKE_SYM)
+
+/* What SFTP needs beneath the directory; everything else (executing,
+ * device and FIFO nodes, device ioctls) stays denied there too. */
+#define LL_FS_NEEDED                                                           \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |        \
+	 LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR |         \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |        \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SYM |           \
+	 LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
+
+/* Linux's MAXSYMLINKS: more links than this in one path is ELOOP (OpenSSH's
+ * realpath allows fewer, REALPATH_LINKS_ALLOWED). */
+#define LINKS_ALLOWED 40
+
+static int active;
+static int root_fd = -1;         /* O_PATH descriptor of the directory */
+static char root[PATH_MAX];      /* its canonical path */
+static size_t root_len;          /* strlen(root) */
+static char alias[PATH_MAX];     /* the directory as configured, if other */
+static char start_dir[PATH_MAX]; /* canonical, beneath root */
+
+int confine_active(void)
+{
+	return active;
+}
+
+const char *confine_root(void)
+{
+	return root;
+}
+
+const char *confine_start_dir(void)
+{
+	return start_dir;
+}
+
+/* ---- the resolver ------------------------------------------------- */
+
+static void close_keeping_errno(int fd)
+{
+	int saved = errno;
+
+	close(fd);
+	errno = saved;
+}
+
+/* The path walked so far (canonical, starting with root) and a descriptor
+ * of the directory it names.  After a component that is not a directory,
+ * fd still names the directory holding it: only ".." may follow. */
+struct walk {
+	char path[PATH_MAX];
+	size_t len;
+	int fd;
+	int not_dir;
+};
+
+static void walk_close(struct walk *w)
+{
+	if (w->fd >= 0 && w->fd != root_fd)
+		close(w->fd);
+	w->fd = -1;
+}
+
+/* Open the directory root + rel (canonical, no symlinks), one component at
+ * a time and refusing symlinks, so that a component replaced by a symlink
+ * since we looked cannot lead anywhere. */
+static int open_beneath(const char *rel)
+{
+	char buf[PATH_MAX], *name, *save = NULL;
+	int fd = root_fd, next;
+
+	strlcpy(buf, rel, sizeof(buf));
+	for (name = strtok_r(buf, "/", &save); name != NULL;
+	     name = strtok_r(NULL, "/", &save)) {
+		next = openat(fd, name,
+		              O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		if (fd != root_fd)
+			close(fd);
+		if (next < 0)
+			return -errno;
+		fd = next;
+	}
+	return fd;
+}
+
+static int walk_start(struct walk *w, const char *from)
+{
+	w->fd = -1;
+	w->not_dir = 0;
+	w->len = strlcpy(w->path, from, sizeof(w->path));
+	w->fd = open_beneath(from + root_len);
+	return w->fd < 0 ? w->fd : 0;
+}
+
+static int walk_append(struct walk *w, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (w->len + 1 + n >= sizeof(w->path))
+		return -ENAMETOOLONG;
+	if (w->path[w->len - 1] != '/')
+		w->path[w->len++] = '/';
+	memcpy(w->path + w->len, name, n + 1);
+	w->len += n;
+	return 0;
+}
+
+/* "..": never above root. */
+static int walk_up(struct walk *w)
+{
+	char *slash;
+
+	if (w->len <= root_len)
+		return -EACCES;
+	slash = strrchr(w->path, '/');
+	w->len = (size_t)(slash - w->path);
+	if (w->len < root_len)
+		w->len = root_len; /* root is "/" */
+	w->path[w->len] = '\0';
+	if (w->not_dir) {
+		/* fd already names the directory that held the file. */
+		w->not_dir = 0;
+		return 0;
+	}
+	walk_close(w);
+	w->fd = open_beneath(w->path + root_len);
+	return w->fd < 0 ? w->fd : 0;
+}
+
+/* If path lies under prefix (an absolute canonical path) component by
+ * component ("//" and "." ignored), the rest of path after it; else NULL. */
+static const char *under_prefix(const char *path, const char *prefix)
+{
+	const char *p = path, *q = prefix;
+	size_t n;
+
+	for (;;) {
+		while (*q == '/')
+			q++;
+		/* Skip separators and "." components of the client's path. */
+		for (;;) {
+			while (*p == '/')
+				p++;
+			if (p[0] == '.' && (p[1] == '/' || p[1] == '\0'))
+				p++;
+			else
+				break;
+		}
+		if (*q == '\0')
+			return p;
+		n = strcspn(q, "/");
+		if (strncmp(p, q, n) != 0 || (p[n] != '/' && p[n] != '\0'))
+			return NULL;
+		p += n;
+		q += n;
+	}
+}
+
+/* An absolute path (the client's or a symlink's target) as a path relative
+ * to root, or NULL when it is not under root. */
+static const char *strip_root(const char *path)
+{
+	const char *rest = under_prefix(path, root);
+
+	if (rest == NULL && alias[0] != '\0')
+		rest = under_prefix(path, alias);
+	return rest;
+}
+
+static int refuse(const char *path)
+{
+	logit("confine: refusing \"%s\": outside \"%s\"", path, root);
+	return -EACCES;
+}
+
+/* Replace what is left to walk by target followed by the rest; more: a
+ * slash followed the link (then it still does, even with nothing after:
+ * "link/" names a directory, or for OpenSSH's realpath an existing one). */
+static int splice_target(char *rest, size_t size, const char *target, int more,
+                         const char *after)
+{
+	char buf[PATH_MAX];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "%s%s%s", target, more ? "/" : "",
+	             after);
+	if (n < 0 || (size_t)n >= sizeof(buf) || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	memcpy(rest, buf, (size_t)n + 1);
+	return 0;
+}
+
+/* The current component ends in a symlink: go on from its target.  An
+ * absolute target starts over at root, and must lie under it. */
+static int follow_link(struct walk *w, int link_fd, const char *client,
+                       char *rest, size_t size, int more, const char *after)
+{
+	char target[PATH_MAX];
+	const char *rel;
+	ssize_t n;
+	int rc;
+
+	n = readlinkat(link_fd, "", target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ENOENT;
+	target[n] = '\0';
+	if (target[0] != '/')
+		return splice_target(rest, size, target, more, after);
+	if ((rel = strip_root(target)) == NULL)
+		return refuse(client);
+	walk_close(w);
+	if ((rc = walk_start(w, root)) != 0)
+		return rc;
+	return splice_target(rest, size, rel, more, after);
+}
+
+/* One component that is neither "", "." nor "..". */
+static int walk_component(struct walk *w, const char *name, int last,
+                          int follow_last, int *followed, int *done)
+{
+	struct stat st;
+	int fd, rc;
+
+	*followed = -1;
+	*done = 0;
+	if (w->not_dir)
+		return -ENOTDIR;
+	if (last && !follow_last) {
+		*done = 1;
+		return walk_append(w, name);
+	}
+	fd = openat(w->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT && last) {
+			*done = 1;
+			return walk_append(w, name);
+		}
+		return -errno;
+	}
+	if (fstat(fd, &st) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		*followed = fd; /* the caller reads the link and closes it */
+		return 0;
+	}
+	if ((rc = walk_append(w, name)) != 0) {
+		close(fd);
+		return rc;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		walk_close(w);
+		w->fd = fd;
+	} else {
+		close(fd);
+		w->not_dir = 1;
+	}
+	return 0;
+}
+
+static int walk(struct walk *w, const char *client, int flags)
+{
+	char rest[PATH_MAX], name[NAME_MAX + 1];
+	int follow_last = flags & CONFINE_FOLLOW;
+	int bsd = flags & CONFINE_REALPATH;
+	unsigned links = 0;
+	size_t pos = 0, n;
+	int rc, link_fd, done, last, must_be_dir = 0;
+
+	if (client[0] == '/') {
+		const char *rel = strip_root(client);
+
+		if (rel == NULL)
+			return refuse(client);
+		rc = walk_start(w, root);
+		if (strlcpy(rest, rel, sizeof(rest)) >= sizeof(rest))
+			return -ENAMETOOLONG;
+	} else {
+		rc = walk_start(w, start_dir);
+		if (strlcpy(rest, client, sizeof(rest)) >= sizeof(rest))
+			return -ENAMETOOLONG;
+	}
+	if (rc != 0)
+		return rc;
+	n = strlen(rest);
+	if (!bsd && n > 0 && rest[n - 1] == '/') {
+		/* "name/" is a directory: a final symlink is followed (as
+		 * the kernel does) and what it leads to must be one. */
+		follow_last = 1;
+		must_be_dir = 1;
+		while (n > 0 && rest[n - 1] == '/')
+			rest[--n] = '\0';
+	}
+
+	while (rest[pos] != '\0') {
+		n = strcspn(rest + pos, "/");
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, rest + pos, n);
+		name[n] = '\0';
+		pos += n;
+		last = rest[pos] == '\0';
+		if (!last)
+			pos++;
+		if (n == 0)
+			continue;
+		/* The kernel wants a directory before "." and ".."; OpenSSH's
+		 * realpath folds "file/.." as text. */
+		if (!bsd && w->not_dir &&
+		    (strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+			return -ENOTDIR;
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			if (w->len <= root_len)
+				return refuse(client);
+			if ((rc = walk_up(w)) != 0)
+				return rc;
+			continue;
+		}
+		rc =
+		    walk_component(w, name, last, follow_last, &link_fd, &done);
+		if (rc != 0 || done)
+			return rc;
+		if (link_fd < 0)
+			continue;
+		if (++links > (bsd ? REALPATH_LINKS_ALLOWED : LINKS_ALLOWED)) {
+			close(link_fd);
+			return -ELOOP;
+		}
+		rc = follow_link(w, link_fd, client, rest, sizeof(rest), !last,
+		                 rest + pos);
+		close(link_fd);
+		if (rc != 0)
+			return rc;
+		pos = 0;
+	}
+	return must_be_dir && w->not_dir ? -ENOTDIR : 0;
+}
+
+int confine_resolve(const char *path, int flags, char *resolved)
+{
+	struct walk w = {.fd = -1};
+	int rc;
+
+	if (!active)
+		return -EINVAL;
+	if (path[0] == '\0')
+		return -ENOENT;
+	rc = walk(&w, path, flags);
+	walk_close(&w);
+	if (rc == 0)
+		strlcpy(resolved, w.path, PATH_MAX);
+	return rc;
+}
+
+static int beneath_root(const char *path)
+{
+	return strncmp(path, root, root_len) == 0 &&
+	       (path[root_len] == '/' || path[root_len] == '\0' ||
+	        root_len == 1);
+}
+
+/* ---- calls by path on a resolved path ------------------------------- */
+
+int confine_parent(const char *resolved, char *leaf)
+{
+	char parent[PATH_MAX];
+	const char *rel = resolved + root_len, *name;
+	const char *slash;
+	int fd;
+
+	if (!active || !beneath_root(resolved))
+		return -EACCES;
+	while (*rel == '/')
+		rel++;
+	slash = strrchr(rel, '/');
+	name = slash != NULL ? slash + 1 : rel;
+	if (*name == '\0')
+		name = "."; /* DIR itself */
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	strlcpy(leaf, name, NAME_MAX + 1);
+	snprintf(parent, sizeof(parent), "%.*s",
+	         slash != NULL ? (int)(slash - rel) : 0, rel);
+	fd = open_beneath(parent);
+	if (fd == root_fd &&
+	    (fd = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	return fd;
+}
+
+int confine_lstat(const char *resolved, struct stat *st)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf), rc;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	rc = fstatat(dir, leaf, st, AT_SYMLINK_NOFOLLOW);
+	close_keeping_errno(dir);
+	return rc;
+}
+
+ssize_t confine_readlink(const char *resolved, char *buf, size_t size)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf);
+	ssize_t n;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	n = readlinkat(dir, leaf, buf, size);
+	close_keeping_errno(dir);
+	return n;
+}
+
+int confine_statvfs(const char *resolved, struct statvfs *st)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf), fd, rc = -1;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	fd = openat(dir, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = fstatvfs(fd, st);
+		close_keeping_errno(fd);
+	}
+	close_keeping_errno(dir);
+	return rc;
+}
+
+int confine_open(const char *resolved, int flags, mode_t mode)
+{
+	char leaf[NAME_MAX + 1];
+	int dir = confine_parent(resolved, leaf), fd;
+
+	if (dir < 0) {
+		errno = -dir;
+		return -1;
+	}
+	fd = openat(dir, leaf, flags | O_NOFOLLOW, mode);
+	close_keeping_errno(dir);
+	return fd;
+}
+
+/* ---- set-up ------------------------------------------------------- */
+
+/* An absolute DIR as configured is a second spelling of root, so that
+ * clients may name it the way the admin did even when a symlink leads
+ * there.  It is only compared as text, never resolved again.  Empty when
+ * it is the canonical path anyway. */
+static void set_alias(const char *dir)
+{
+	alias[0] = '\0';
+	/* A relative DIR has no spelling of its own that clients see. */
+	if (dir != NULL && dir[0] == '/' && strcmp(dir, root) != 0)
+		strlcpy(alias, dir, sizeof(alias));
+}
+
+static int init_resolver(const char *dir, const char *start_dir_arg)
+{
+	char cwd[PATH_MAX];
+
+	if (realpath(dir != NULL ? dir : ".", root) == NULL)
+		return -errno;
+	root_len = strlen(root);
+	set_alias(dir != NULL ? dir : start_dir_arg);
+	if (root_fd >= 0)
+		close(root_fd);
+	root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0)
+		return -errno;
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		return -errno;
+	if (!beneath_root(cwd)) {
+		/* The start directory is outside: start at DIR. */
+		if (fchdir(root_fd) != 0 && chdir(root) != 0)
+			return -errno;
+		strlcpy(cwd, root, sizeof(cwd));
+		logit("confine: starting in \"%s\"", root);
+	}
+	strlcpy(start_dir, cwd, sizeof(start_dir));
+	active = 1;
+	return 0;
+}
+
+static long ll_create_ruleset(const struct ll_ruleset_attr *attr, size_t size,
+                              uint32_t flags)
+{
+	return syscall(__NR_landlock_create_ruleset, attr, size, flags);
+}
+
+static long ll_add_rule(int ruleset, int type, const void *attr)
+{
+	return syscall(__NR_landlock_add_rule, ruleset, type, attr, 0);
+}
+
+static long ll_restrict_self(int ruleset)
+{
+	return syscall(__NR_landlock_restrict_self, ruleset, 0);
+}
+
+/* Every right the kernel's ABI knows is handled (so denied unless a rule
+ * allows it); attr_size is how much of the attributes that ABI reads. */
+static void handled_rights(int abi, struct ll_ruleset_attr *attr,
+                           size_t *attr_size)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->handled_access_fs = LL_FS_ABI1;
+	*attr_size = sizeof(attr->handled_access_fs);
+	if (abi >= 2)
+		attr->handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		attr->handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (abi >= 4) {
+		/* The server needs no network at all. */
+		attr->handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+		*attr_size = offsetof(struct ll_ruleset_attr, scoped);
+	}
+	if (abi >= 5)
+		attr->handled_access_fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	if (abi >= 6) {
+		/* Nor to signal or reach abstract sockets outside. */
+		attr->scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
+		*attr_size = sizeof(*attr);
+	}
+}
+
+static void __attribute__((noreturn)) refuse_start(const char *what, int err)
+{
+	fatal_exit(CONFINE_EXIT,
+	           "--confine: %s: %s; refusing to run unconfined", what,
+	           strerror(err));
+}
+
+/* Look-ups that read files outside DIR, done once now: libbsd keeps the
+ * names it found, glibc the time zone.  Later look-ups of other users
+ * find nothing, as in a chroot without /etc/passwd. */
+static void warm_caches(void)
+{
+	tzset();
+	(void)user_from_uid(getuid(), 0);
+	(void)group_from_gid(getgid(), 0);
+}
+
+static void restrict_self(void)
+{
+	struct landlock_path_beneath_attr beneath;
+	struct ll_ruleset_attr attr;
+	size_t attr_size;
+	int abi, ruleset;
+
+	abi = (int)ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 0)
+		refuse_start("Landlock is not available", errno);
+	handled_rights(abi, &attr, &attr_size);
+	ruleset = (int)ll_create_ruleset(&attr, attr_size, 0);
+	if (ruleset < 0)
+		refuse_start("landlock_create_ruleset", errno);
+	beneath.allowed_access = attr.handled_access_fs & LL_FS_NEEDED;
+	beneath.parent_fd = root_fd;
+	if (ll_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &beneath) != 0)
+		refuse_start("landlock_add_rule", errno);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		refuse_start("PR_SET_NO_NEW_PRIVS", errno);
+	if (ll_restrict_self(ruleset) != 0)
+		refuse_start("landlock_restrict_self", errno);
+	close(ruleset);
+	logit("confined to \"%s\" (Landlock ABI %d)", root, abi);
+}
+
+void confine_start(const char *dir, const char *start_dir_arg)
+{
+	struct stat st;
+	int rc;
+
+	if (dir != NULL && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		refuse_start(dir, ENOTDIR);
+	if ((rc = init_resolver(dir, start_dir_arg)) != 0)
+		refuse_start(dir != NULL ? dir : "the start directory", -rc);
+	warm_caches();
+	restrict_self();
+}

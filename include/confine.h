@@ -1,0 +1,64 @@
+/* --confine: the session may touch nothing outside one directory tree.
+ * Landlock enforces it in the kernel for every file access it governs;
+ * confine_resolve is the one place that resolves client paths, beneath
+ * that directory, for what Landlock does not govern (stat, readlink,
+ * statvfs, chmod, chown, utimes). */
+#ifndef CONFINE_H
+#define CONFINE_H
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+/* Set up the confinement: DIR (NULL: the current directory, i.e. the
+ * start directory) must exist.  start_dir is -d as given (or NULL): with
+ * DIR NULL, clients may also name the directory that way when it is
+ * absolute.  Moves into DIR when the current directory is not beneath it,
+ * then restricts the process with Landlock.  Fails closed: any problem,
+ * Landlock missing included, is a fatal log line and exit status
+ * CONFINE_EXIT. */
+#define CONFINE_EXIT 1
+void confine_start(const char *dir, const char *start_dir);
+
+/* Is the session confined? */
+int confine_active(void);
+
+/* The confinement directory, canonical (no symlinks). */
+const char *confine_root(void);
+/* The start directory, canonical, beneath confine_root(). */
+const char *confine_start_dir(void);
+
+/*
+ * Resolve a client path beneath the confinement directory into resolved
+ * (PATH_MAX bytes): an absolute path with no symlink in it, except the
+ * last component without CONFINE_FOLLOW.  A missing last component is
+ * fine.  Relative paths start at the start directory; absolute ones must
+ * lie under the confinement directory, as do symlink targets on the way.
+ * The kernel's rules apply (40 links, "file/.." is ENOTDIR, "dir/" must be
+ * a directory), or with CONFINE_REALPATH those of OpenSSH's realpath
+ * (realpath.c).  Returns 0, or -errno: -EACCES (logged) for anything that
+ * would leave the directory, -ENOENT, -ENOTDIR, -ELOOP, -ENAMETOOLONG as
+ * the kernel would say them.  Callable only while confine_active().
+ */
+#define CONFINE_FOLLOW 1   /* follow a final symlink */
+#define CONFINE_REALPATH 2 /* OpenSSH's realpath rules */
+int confine_resolve(const char *path, int flags, char *resolved);
+
+/*
+ * Calls by path on a path confine_resolve gave, made from a descriptor of
+ * the directory holding its last component, walked again from DIR with no
+ * symlink allowed, and never following the last component (the resolution
+ * already did where the request wanted it).  A directory swapped for a
+ * symlink since the resolution then fails (ENOTDIR, ELOOP) instead of
+ * leading out.  As lstat(2), readlink(2), statvfs(3) and open(2).
+ */
+int confine_lstat(const char *resolved, struct stat *st);
+ssize_t confine_readlink(const char *resolved, char *buf, size_t size);
+int confine_statvfs(const char *resolved, struct statvfs *st);
+/* As open(2), with O_NOFOLLOW added. */
+int confine_open(const char *resolved, int flags, mode_t mode);
+/* That directory's descriptor (the caller closes it), with the last
+ * component in leaf (NAME_MAX + 1 bytes; "." for DIR itself); or -errno. */
+int confine_parent(const char *resolved, char *leaf);
+
+#endif
