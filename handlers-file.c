@@ -163,7 +163,7 @@ int process_open(struct request *req)
 	uint32_t pflags, status = SSH2_FX_FAILURE;
 	int flags, mode, fd, idx, rc;
 
-	if (get_path(req, "process_open", &name) != 0)
+	if (get_string(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
 	if (get_u32(req, "process_open", &pflags) != 0 ||
 	    get_attrib(req, "process_open", &a) != 0) {
@@ -482,7 +482,7 @@ int process_opendir(struct request *req)
 	DIR *dirp;
 	int idx, rc;
 
-	if (get_path(req, "process_opendir", &path) != 0)
+	if (get_string(req, "process_opendir", &path) != 0)
 		return HANDLER_PARSE_ERROR;
 	if ((rc = confine_path(req, "process_opendir", path_use_of(req, 0),
 	                       &path)) != 0)

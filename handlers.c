@@ -235,7 +235,7 @@ static int process_extended(struct request *req)
 	const struct handler *h;
 	char *name;
 
-	if (get_path(req, "process_extended", &name) != 0)
+	if (get_string(req, "process_extended", &name) != 0)
 		return HANDLER_PARSE_ERROR;
 	h = handler_for_extension((const uint8_t *)name, strlen(name));
 	if (h == NULL)

@@ -132,6 +132,11 @@ int confine_path(struct request *req, const char *fn, int use, char **path)
 	return 0;
 }
 
+int get_string(struct request *req, const char *fn, char **s)
+{
+	return field(req, fn, rbuf_get_cstring(&req->body, s), 1);
+}
+
 int get_path(struct request *req, const char *fn, char **path)
 {
 	int rc = field(req, fn, rbuf_get_cstring(&req->body, path), 1);

@@ -32,6 +32,10 @@ int parse_fail(struct request *req, const char *fn, const char *why);
  * Under --confine the paths come back resolved beneath the confinement
  * directory (see confine_path in parse.c). */
 int get_path(struct request *req, const char *fn, char **path);
+/* A string that is not resolved as a path here: an extension's name, or a
+ * path its handler resolves itself with confine_path once every field is
+ * read (OPEN, OPENDIR).  0 or HANDLER_PARSE_ERROR. */
+int get_string(struct request *req, const char *fn, char **s);
 /* Two path strings (old, new), as RENAME, SYMLINK and friends carry them. */
 int get_two_paths(struct request *req, const char *fn, char **a, char **b);
 /* A path followed by attributes (SETSTAT, MKDIR, lsetstat). */
