@@ -51,6 +51,14 @@ static ssize_t plain_run(struct io_op *op)
 			           SPLICE_F_MOVE);
 			break;
 		}
+		case IO_COPY_RANGE: {
+			loff_t in = (loff_t)op->offset;
+			loff_t out = (loff_t)op->offset_out;
+
+			n = copy_file_range(op->fd, &in, op->fd_out, &out,
+			                    op->len, 0);
+			break;
+		}
 		default:
 			errno = EINVAL;
 			n = -1;

@@ -16,6 +16,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "options.h"
+#include "xferlog.h"
 
 #define QUEUE_DEPTH_DEFAULT 64
 #define QUEUE_DEPTH_MAX 1024
@@ -36,6 +37,8 @@ enum long_only_option {
 	OPT_QUEUE_DEPTH,
 	OPT_WRITE_MERGE,
 	OPT_NO_SPLICE,
+	OPT_XFERLOG,
+	OPT_XFERLOG_FORMAT,
 };
 
 /*
@@ -52,6 +55,8 @@ static const struct option long_options[] = {
     {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
     {"write-merge", required_argument, NULL, OPT_WRITE_MERGE},
     {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
+    {"xferlog", required_argument, NULL, OPT_XFERLOG},
+    {"xferlog-format", required_argument, NULL, OPT_XFERLOG_FORMAT},
     {NULL, 0, NULL, 0},
 };
 
@@ -112,6 +117,10 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "                              0..%d (default %d, 0 = off)\n"
 	       "  --no-splice                 copy READ data instead of "
 	       "splicing it\n"
+	       "  --xferlog=FILE              append a line per closed file "
+	       "to FILE\n"
+	       "  --xferlog-format=xferlog|json\n"
+	       "                              its format (default xferlog)\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
@@ -280,6 +289,23 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		break;
 	case OPT_NO_SPLICE:
 		o->no_splice = 1;
+		break;
+	case OPT_XFERLOG:
+		free(o->xferlog_path);
+		o->xferlog_path = strdup(arg);
+		break;
+	case OPT_XFERLOG_FORMAT:
+		if (strcmp(arg, "xferlog") == 0) {
+			o->xferlog_format = XFERLOG_XFERLOG;
+		} else if (strcmp(arg, "json") == 0) {
+			o->xferlog_format = XFERLOG_JSON;
+		} else {
+			fprintf(stderr,
+			        "Invalid xferlog format \"%s\": use xferlog or "
+			        "json\n",
+			        arg);
+			exit(1);
+		}
 		break;
 	case OPT_WRITE_MERGE:
 		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "buf.h"
 
@@ -23,7 +24,9 @@ struct handle {
 	ino_t ino;
 	int is_regular;     /* short reads are resumed only on regular files */
 	uint64_t next_read; /* where a sequential READ stream continues */
-	uint64_t ahead_until; /* read-ahead asked for up to here */
+	uint64_t ahead_until;   /* read-ahead asked for up to here */
+	struct timespec opened; /* monotonic, for the transfer log */
+	int write_failed;       /* the last WRITE failed (transfer log) */
 	int next_free;
 };
 

@@ -21,6 +21,8 @@ struct options {
 	unsigned queue_depth;        /* --queue-depth=N: requests in flight */
 	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
 	int no_splice;        /* --no-splice: copy READ data, never splice */
+	char *xferlog_path;   /* --xferlog=FILE */
+	int xferlog_format;   /* --xferlog-format: enum xferlog_format */
 };
 
 /* Outcome of parse_options. */

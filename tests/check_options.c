@@ -386,6 +386,12 @@ START_TEST(test_query_requests)
 	    "copy-data",
 	    "home-directory",
 	    "users-groups-by-id",
+	    "check-file-name",
+	    "check-file-handle",
+	    "check-file",
+	    "copy-file",
+	    "space-available",
+	    "vendor-id",
 	};
 	char *lower[] = {"s", "-Q", "requests", NULL};
 	char *upper[] = {"s", "-Q", "REQUESTS", NULL};
@@ -406,6 +412,9 @@ START_TEST(test_query_requests)
 	ck_assert(strncmp(out, "open\nclose\n", 11) == 0);
 	ck_assert_ptr_nonnull(strstr(out, "home-directory\n"
 	                                  "users-groups-by-id\n"));
+	/* Ours after OpenSSH's (issue 12). */
+	ck_assert_ptr_nonnull(strstr(out, "users-groups-by-id\n"
+	                                  "check-file-name\n"));
 
 	ck_assert_int_eq(parse_capturing_stdout(&o, upper, &out2),
 	                 OPTIONS_EXIT_OK);
