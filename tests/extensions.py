@@ -500,6 +500,32 @@ def t_copy_data_kernel():
     return None
 
 
+def t_copy_reflink():
+    """copy-file on XFS shares the source's extents (copy_file_range makes
+    a reflink there): filefrag marks the copy's extents shared."""
+    if not OPTS.xfs:
+        print("SKIP: [%s] copy_reflink: no XFS image" % OPTS.label)
+        return None
+    d = tempfile.mkdtemp(prefix="reflink.", dir=OPTS.xfs)
+    data = FILES["big"] * 4
+    with open(os.path.join(d, "a"), "wb") as f:
+        f.write(data)
+    os.sync()
+    c = sc.Client(argv(), cwd=d)
+    with c:
+        c.init(3)
+        c.check_ok(c.copy_file("a", "b", False), "copy-file")
+    with open(os.path.join(d, "b"), "rb") as f:
+        if f.read() != data:
+            return "the copy differs"
+    out = subprocess.run(["filefrag", "-v", os.path.join(d, "b")],
+                         capture_output=True, text=True).stdout
+    ext = [x for x in out.splitlines() if re.match(r"\s*\d+:", x)]
+    if not ext or not all("shared" in x for x in ext):
+        return "extents not shared:\n" + out
+    return None
+
+
 # ------------------------------------------------------------------ extras
 
 def t_space_available():
@@ -782,6 +808,8 @@ def main():
                     default=int(os.environ.get("EXT_TRIALS", "150")))
     ap.add_argument("--xfer-files", type=int, default=40)
     ap.add_argument("--only", default=None)
+    ap.add_argument("--xfs", default=None,
+                    help="a mounted XFS directory for the reflink test")
     ap.add_argument("-v", "--verbose", action="store_true")
     OPTS = ap.parse_args()
     OPTS.dir = tempfile.mkdtemp(prefix="ext.", dir=OPTS.workdir)
