@@ -357,6 +357,9 @@ int process_extended_check_file_name(struct request *req)
 		free(path);
 		return HANDLER_DONE;
 	}
+	/* io_uring would answer EAGAIN instead of waiting for the disk on
+	 * a non-blocking descriptor; O_NONBLOCK was only for the open. */
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	rc = start_job(req, fn, "check-file-name", path, fd, 1, &st, algo, &a,
 	               srv.client_reads_no_name ? REPLY_NO_NAME : REPLY_DRAFT);

@@ -113,7 +113,7 @@ void xferlog_write(const char *path, uint64_t bytes,
                    const struct timespec *start, char direction, int complete)
 {
 	static char line[LINE_MAX_LEN], esc[PATH_MAX * 6 + 8];
-	char full[PATH_MAX * 2], when[64];
+	char full[PATH_MAX * 2], when[64], user[256 * 6], host[256 * 6];
 	struct timespec end;
 	double secs;
 	time_t now;
@@ -137,6 +137,8 @@ void xferlog_write(const char *path, uint64_t bytes,
 		gmtime_r(&now, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		put_json(esc, sizeof(esc), full);
+		put_json(user, sizeof(user), srv.user);
+		put_json(host, sizeof(host), remote_host());
 		n = snprintf(line, sizeof(line),
 		             "{\"time\":\"%s\",\"seconds\":%.3f,"
 		             "\"host\":\"%s\",\"bytes\":%llu,\"path\":\"%s\","
@@ -145,9 +147,8 @@ void xferlog_write(const char *path, uint64_t bytes,
 		             "\"user\":\"%s\",\"service\":\"sftp\","
 		             "\"auth\":0,\"auth_user\":\"*\","
 		             "\"complete\":%s,\"mib_per_s\":%.3f}\n",
-		             when, secs, remote_host(),
-		             (unsigned long long)bytes, esc, direction,
-		             srv.user, complete ? "true" : "false",
+		             when, secs, host, (unsigned long long)bytes, esc,
+		             direction, user, complete ? "true" : "false",
 		             secs > 0 ? (double)bytes / 1048576.0 / secs : 0.0);
 	} else {
 		/* "Tue Dec  1 17:38:05 2026", local time, as wu-ftpd wrote
@@ -155,11 +156,13 @@ void xferlog_write(const char *path, uint64_t bytes,
 		localtime_r(&now, &tm);
 		strftime(when, sizeof(when), "%a %b %e %H:%M:%S %Y", &tm);
 		put_plain(esc, sizeof(esc), full);
+		put_plain(user, sizeof(user), srv.user);
+		put_plain(host, sizeof(host), remote_host());
 		n = snprintf(line, sizeof(line),
 		             "%s %lld %s %llu %s b _ %c r %s sftp 0 * %c\n",
-		             when, (long long)(secs + 0.5), remote_host(),
-		             (unsigned long long)bytes, esc, direction,
-		             srv.user, complete ? 'c' : 'i');
+		             when, (long long)(secs + 0.5), host,
+		             (unsigned long long)bytes, esc, direction, user,
+		             complete ? 'c' : 'i');
 	}
 	if (n > 0 && (size_t)n < sizeof(line))
 		append(line, (size_t)n);
