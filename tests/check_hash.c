@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hash.h"
