@@ -56,7 +56,7 @@ struct hash_job {
 	uint64_t end;      /* end of the range; UINT64_MAX: end of file */
 	uint32_t block;    /* 0: one digest for the whole range */
 	uint64_t in_block; /* bytes of the current block hashed so far */
-	uint8_t *digests;  /* max_digests of them at most */
+	uint8_t *digests;  /* max_digests of them: 1, or a reply's worth */
 	size_t ndigests, max_digests;
 	enum reply_form form;
 	uint64_t next_read, ahead_until; /* read-ahead state */
@@ -269,10 +269,14 @@ static int start_job(struct request *req, const char *fn, const char *op,
 	size_t dlen = hash_algo_len(algo);
 	struct hash_job *job;
 
-	job = calloc(1, sizeof(*job) + HASH_STEP);
+	/* The buffer needs no zeroing: only what a read filled is hashed. */
+	job = malloc(sizeof(*job) + HASH_STEP);
 	if (job != NULL) {
+		memset(job, 0, sizeof(*job));
 		job->max_digests =
-		    (SFTP_MAX_MSG_LENGTH - HASH_REPLY_OVERHEAD) / dlen;
+		    a->block == 0
+		        ? 1
+		        : (SFTP_MAX_MSG_LENGTH - HASH_REPLY_OVERHEAD) / dlen;
 		job->digests = malloc(job->max_digests * dlen);
 		job->name = strdup(name);
 	}
