@@ -636,6 +636,9 @@ static uint32_t copy_file_open(const char *src, const char *dst, int overwrite,
 		close(*sfd);
 		return SSH2_FX_FAILURE;
 	}
+	/* O_NONBLOCK was for the opens only (a FIFO must not block them). */
+	(void)fcntl(*sfd, F_SETFL, fcntl(*sfd, F_GETFL) & ~O_NONBLOCK);
+	(void)fcntl(*dfd, F_SETFL, fcntl(*dfd, F_GETFL) & ~O_NONBLOCK);
 	if (overwrite && ftruncate(*dfd, 0) == -1) {
 		uint32_t status = errno_to_status(errno);
 
