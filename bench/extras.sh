@@ -88,13 +88,30 @@ median() {
 	sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
 }
 
-# measure NAME ROUNDS-COMMAND...: the median of ROUNDS runs of a command
-# printing seconds.
+# measure COMMAND...: the median of ROUNDS runs of a command printing
+# seconds.
 measure() {
 	local i
 	for i in $(seq "$ROUNDS"); do
 		"$@"
 	done | median
+}
+
+sha256_tool() { tool_time sha256sum src; }
+md5_tool() { tool_time md5sum src; }
+
+# pair NAME TOOL-FUNCTION TOOL ONE_OP-ARGS...: ROUNDS runs of the tool and
+# of our request, alternating so that both see the same load; a table row
+# of their medians.
+pair() {
+	local name=$1 toolfn=$2 tool=$3 i tt="" ot=""
+	shift 3
+	for i in $(seq "$ROUNDS"); do
+		tt="$tt $($toolfn)"
+		ot="$ot $(one_op "$@")"
+	done
+	row "$name" "$(printf '%s\n' $ot | median)" \
+		"$(printf '%s\n' $tt | median)" "$tool"
 }
 
 row() {
@@ -110,25 +127,20 @@ echo "== $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /
 echo "== ${SIZE_MB} MiB file in $WORK ($(df -T . | awk 'NR == 2 { print $2 }')), $ROUNDS rounds, medians"
 head -c "$((SIZE_MB * 1024 * 1024))" /dev/urandom >src
 cat src >/dev/null # warm
-sha=$(measure tool_time sha256sum src)
-md5=$(measure tool_time md5sum src)
-cpt=$(measure copy_fresh)
-rm -f cp.out
 echo
-echo "| request | ours | ours | tool | tool/ours | tool |"
+echo "| request | ours | ours | tool | tool time / ours | tool |"
 echo "|---|---:|---:|---:|---:|---|"
 for b in $BACKENDS; do
 	if ! "$SERVER" "--backend=$b" </dev/null >/dev/null 2>&1; then
 		echo "| (--backend=$b cannot start here: skipped) | | | | | |"
 		continue
 	fi
-	row "check-file sha256 ($b)" "$(measure one_op "$b" sha256 src)" \
-		"$sha" sha256sum
-	row "check-file md5 ($b)" "$(measure one_op "$b" md5 src)" "$md5" md5sum
-	row "copy-file ($b)" "$(measure one_op "$b" copy-file src dst)" "$cpt" cp
-	row "copy-data ($b)" "$(measure one_op "$b" copy-data src dst)" "$cpt" cp
-	rm -f dst
+	pair "check-file sha256 ($b)" sha256_tool sha256sum "$b" sha256 src
+	pair "check-file md5 ($b)" md5_tool md5sum "$b" md5 src
+	pair "copy-file ($b)" copy_fresh cp "$b" copy-file src dst
+	pair "copy-data ($b)" copy_fresh cp "$b" copy-data src dst
 done
+rm -f dst cp.out
 
 # A reflink on XFS: loop-mounted when the machine allows it.
 echo
