@@ -67,13 +67,15 @@ static const struct option long_options[] = {
 static char *owned_start_dir;
 static char *owned_denied;
 static char *owned_allowed;
+static char *owned_xferlog;
 
 static void free_owned_strings(void)
 {
 	free(owned_start_dir);
 	free(owned_denied);
 	free(owned_allowed);
-	owned_start_dir = owned_denied = owned_allowed = NULL;
+	free(owned_xferlog);
+	owned_start_dir = owned_denied = owned_allowed = owned_xferlog = NULL;
 }
 
 static const char *base_name(const char *path)
@@ -291,8 +293,8 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		o->no_splice = 1;
 		break;
 	case OPT_XFERLOG:
-		free(o->xferlog_path);
-		o->xferlog_path = strdup(arg);
+		free(owned_xferlog);
+		o->xferlog_path = owned_xferlog = strdup(arg);
 		break;
 	case OPT_XFERLOG_FORMAT:
 		if (strcmp(arg, "xferlog") == 0) {
