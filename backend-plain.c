@@ -23,7 +23,8 @@ static ssize_t plain_run(struct io_op *op)
 {
 	ssize_t n;
 
-	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV)
+	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
+	    op->opcode == IO_COPY_RANGE)
 		return io_write_now(op);
 	do {
 		switch (op->opcode) {

@@ -60,14 +60,15 @@ static int uring_init(unsigned depth)
  * page cache without blocking), which measured about 1.3 to 1.8 times the
  * CPU of a plain pwritev for the same upload, and no faster.  (Completing
  * them through the ring with a NOP cost an io_uring_enter and a loop turn
- * apiece.) */
+ * apiece.)  copy_file_range has no io_uring opcode: it is done there too. */
 static int uring_submit(struct io_op *op)
 {
 	struct io_uring_sqe *sqe;
 
 	if (in_flight + queued + written.count >= max_depth)
 		return -EBUSY;
-	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV) {
+	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
+	    op->opcode == IO_COPY_RANGE) {
 		op->result = io_write_now(op);
 		io_done_push(&written, op);
 		return 0;
@@ -81,6 +82,7 @@ static int uring_submit(struct io_op *op)
 		break;
 	case IO_WRITE:
 	case IO_WRITEV:
+	case IO_COPY_RANGE:
 		break; /* done above */
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);

@@ -84,15 +84,23 @@ ssize_t io_write_now(struct io_op *op)
 	int pos = op->offset != IO_NO_OFFSET;
 	ssize_t n;
 
+	loff_t in, out;
+
 	do {
-		if (op->opcode == IO_WRITE)
+		if (op->opcode == IO_WRITE) {
 			n = pos ? pwrite(op->fd, op->buf, op->len,
 			                 (off_t)op->offset)
 			        : write(op->fd, op->buf, op->len);
-		else
+		} else if (op->opcode == IO_WRITEV) {
 			n = pos ? pwritev(op->fd, op->iov, op->iovcnt,
 			                  (off_t)op->offset)
 			        : writev(op->fd, op->iov, op->iovcnt);
+		} else {
+			in = (loff_t)op->offset;
+			out = (loff_t)op->offset_out;
+			n = copy_file_range(op->fd, &in, op->fd_out, &out,
+			                    op->len, 0);
+		}
 	} while (n == -1 && errno == EINTR);
 	return n == -1 ? -errno : n;
 }

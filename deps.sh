@@ -16,9 +16,9 @@ cd "$(dirname "$(readlink -f "$0")")"
 
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
-	liburing-dev libbsd-dev check
+	liburing-dev libbsd-dev libssl-dev zlib1g-dev check
 	openssh-client openssh-server openssh-sftp-server
-	python3 python3-paramiko lftp
+	python3 python3-paramiko lftp xfsprogs bc
 	mandoc debhelper gnuplot-nox
 )
 

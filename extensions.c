@@ -2,7 +2,8 @@
  * fsync, lsetstat, limits, expand-path, copy-data, home-directory and
  * users-groups-by-id.  They behave, answer and log as in OpenSSH 9.2, the
  * server we are measured against; later upstream changes are noted where
- * they apply. */
+ * they apply.  copy-file (draft-ietf-secsh-filexfer-extensions-00) shares
+ * copy-data's copy loop. */
 #include "config.h"
 
 #include <errno.h>
@@ -33,9 +34,13 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
+#include "xferlog.h"
 
 /* copy-data moves data in chunks of this size, as OpenSSH does. */
 #define COPY_CHUNK (64 * 1024)
+/* The most one copy_file_range call is asked to copy: each is one system
+ * call in the loop, and the kernel bounds a call at about 2 GiB anyway. */
+#define KERNEL_COPY_MAX (1024 * 1024 * 1024)
 
 /* A reply we build by parts that does not fit is our bug, not the
  * client's: stop rather than send a broken packet (as reply.c does). */
@@ -309,6 +314,7 @@ int process_extended_expand(struct request *req)
 /* ---- copy-data ----------------------------------------------------- */
 
 struct copy_job {
+	const char *fn; /* the request's function, for log lines */
 	struct handle *from, *to;
 	uint64_t read_off, read_len, write_off;
 	uint64_t read_pos, write_pos; /* where the seeks put them */
@@ -394,14 +400,14 @@ static int copy_seek(struct copy_job *job, uint32_t *status)
 
 	if ((err = handle_seek(job->from, job->read_off, &job->read_pos))) {
 		*status = errno_to_status(err);
-		error("process_extended_copy_data: read_seek failed");
+		error("%s: read_seek failed", job->fn);
 		return -1;
 	}
 	job->write_pos = IO_NO_OFFSET;
 	if (!(job->to->flags & O_APPEND) &&
 	    (err = handle_seek(job->to, job->write_off, &job->write_pos))) {
 		*status = errno_to_status(err);
-		error("process_extended_copy_data: write_seek failed");
+		error("%s: write_seek failed", job->fn);
 		return -1;
 	}
 	return 0;
@@ -441,8 +447,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 	if (n == 0)
 		return 0;
 	if (n < 0) {
-		error("process_extended_copy_data: read failed: %s",
-		      strerror((int)-n));
+		error("%s: read failed: %s", job->fn, strerror((int)-n));
 		*status = errno_to_status((int)-n);
 		return -1;
 	}
@@ -450,8 +455,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 	job->from->bytes_read += (uint64_t)n;
 	rc = write_chunk(job->to->fd, *wpos, buf, (size_t)n, &written);
 	if (rc < 0) {
-		error("process_extended_copy_data: write failed: %llu != %llu: "
-		      "%s",
+		error("%s: write failed: %llu != %llu: %s", job->fn,
 		      (unsigned long long)written, (unsigned long long)n,
 		      strerror(-rc));
 		*status = errno_to_status(-rc);
@@ -462,9 +466,66 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 	return 1;
 }
 
+/* The status the copy loop below gives when the source ends `copied`
+ * bytes into the range: see copy_run. */
+static uint32_t eof_status(const struct copy_job *job, uint64_t copied)
+{
+	uint64_t chunks =
+	    job->read_len / COPY_CHUNK + (job->read_len % COPY_CHUNK != 0);
+	uint64_t at = copied / COPY_CHUNK + (copied % COPY_CHUNK != 0);
+
+	return job->to_eof || at + 1 >= chunks ? SSH2_FX_OK : SSH2_FX_EOF;
+}
+
+/* Copy inside the kernel, through the back end's copy_file_range: a
+ * reflink on btrfs and XFS, an in-kernel copy on ext4, a server-side copy
+ * on NFS 4.2.  Returns 1 when the copy is over (*status set), 0 to let the
+ * read/write loop carry on from the positions reached: when the kernel
+ * cannot copy between these descriptors (another file system, an append
+ * descriptor, a pipe), or failed (the loop then meets the error itself,
+ * and logs and answers it as it always has).  A first call that finds
+ * nothing is confirmed by the loop too: some pseudo-files report no data
+ * to copy_file_range. */
+static int copy_in_kernel(struct copy_job *job, uint64_t *rpos, uint64_t *wpos,
+                          uint64_t *left, uint32_t *status)
+{
+	struct io_op op;
+	ssize_t n;
+
+	if (job->to->flags & O_APPEND)
+		return 0;
+	while (*left > 0) {
+		memset(&op, 0, sizeof(op));
+		op.opcode = IO_COPY_RANGE;
+		op.fd = job->from->fd;
+		op.fd_out = job->to->fd;
+		op.offset = *rpos;
+		op.offset_out = *wpos;
+		op.len =
+		    *left < KERNEL_COPY_MAX ? (size_t)*left : KERNEL_COPY_MAX;
+		n = io_sync(&op);
+		if (n == -EINTR || n == -EAGAIN)
+			continue;
+		if (n < 0 || (n == 0 && *rpos == job->read_off))
+			return 0;
+		if (n == 0) {
+			*status = eof_status(job, *rpos - job->read_off);
+			return 1;
+		}
+		*rpos += (uint64_t)n;
+		*wpos += (uint64_t)n;
+		*left -= (uint64_t)n;
+		job->from->bytes_read += (uint64_t)n;
+		job->to->bytes_written += (uint64_t)n;
+	}
+	*status = SSH2_FX_OK;
+	return 1;
+}
+
 /* The copy loop.  The length is taken off before each chunk is read, so end
  * of file inside the last chunk still counts as success, and only an end
- * of file before it gives EOF; in to-EOF mode end of file is success. */
+ * of file before it gives EOF; in to-EOF mode end of file is success.
+ * The kernel copies first where it can; the loop does what it left. */
 static uint32_t copy_run(struct copy_job *job)
 {
 	static uint8_t buf[COPY_CHUNK];
@@ -474,6 +535,8 @@ static uint32_t copy_run(struct copy_job *job)
 	size_t len;
 	int rc = 0;
 
+	if (copy_in_kernel(job, &rpos, &wpos, &left, &status))
+		return status;
 	while (left > 0 || job->to_eof) {
 		len = left < COPY_CHUNK ? (size_t)left : COPY_CHUNK;
 		left -= len;
@@ -486,8 +549,12 @@ static uint32_t copy_run(struct copy_job *job)
 	/* End of file inside the last chunk is success, as in OpenSSH.  A
 	 * failed last chunk is not: OpenSSH 9.2 answers OK there (it only
 	 * logs the error), which tells the client bytes were copied that
-	 * were not.  We send the error. */
-	if (left == 0 && rc == 0)
+	 * were not.  We send the error.  After the kernel copied part, the
+	 * chunks here no longer start at read_off: the status of an end of
+	 * file is reckoned as if they did. */
+	if (rc == 0 && status == SSH2_FX_EOF)
+		status = eof_status(job, rpos - job->read_off);
+	else if (left == 0 && rc == 0)
 		status = SSH2_FX_OK;
 	return status;
 }
@@ -528,6 +595,7 @@ int process_extended_copy_data(struct request *req)
 	int rh, wh;
 
 	memset(&job, 0, sizeof(job));
+	job.fn = "process_extended_copy_data";
 	if (copy_parse(req, &rh, &wh, &job) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug("request %u: copy-data from \"%s\" (handle %d) off %llu len %llu "
@@ -553,6 +621,123 @@ int process_extended_copy_data(struct request *req)
 	         copy_seek(&job, &status) == 0)
 		status = copy_run(&job);
 	send_status(req, status);
+	return HANDLER_DONE;
+}
+
+/* ---- copy-file ----------------------------------------------------- */
+
+/* Open both files for copy-file: the source must be a regular file, and so
+ * must the destination, which must not be the source itself (through
+ * another name or a hard link).  An existing destination is truncated only
+ * after that check, and only when the client allows overwriting.  Returns
+ * SSH2_FX_OK with both descriptors open, or the status to send. */
+static uint32_t copy_file_open(const char *src, const char *dst, int overwrite,
+                               int *sfd, int *dfd)
+{
+	struct stat ss, ds;
+	int flags = O_WRONLY | O_CREAT | O_NOCTTY | O_NONBLOCK;
+	int sflags = O_RDONLY | O_NOCTTY | O_NONBLOCK;
+
+	if (!overwrite)
+		flags |= O_EXCL;
+	*sfd = open_file(src, &sflags, 0);
+	if (*sfd == -1 || fstat(*sfd, &ss) == -1) {
+		uint32_t status = errno_to_status(errno);
+
+		if (*sfd != -1)
+			close(*sfd);
+		return status;
+	}
+	if (!S_ISREG(ss.st_mode)) {
+		verbose("copy-file: \"%s\" is not a regular file", src);
+		close(*sfd);
+		return SSH2_FX_FAILURE;
+	}
+	*dfd = open_file(dst, &flags, (int)(ss.st_mode & 0777));
+	if (*dfd == -1 || fstat(*dfd, &ds) == -1) {
+		uint32_t status = errno_to_status(errno);
+
+		if (*dfd != -1)
+			close(*dfd);
+		close(*sfd);
+		return status;
+	}
+	if (!S_ISREG(ds.st_mode) ||
+	    (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)) {
+		error("process_extended_copy_file: \"%s\" is %s", dst,
+		      S_ISREG(ds.st_mode) ? "the source file"
+		                          : "not a regular file");
+		close(*dfd);
+		close(*sfd);
+		return SSH2_FX_FAILURE;
+	}
+	/* O_NONBLOCK was for the opens only (a FIFO must not block them). */
+	(void)fcntl(*sfd, F_SETFL, fcntl(*sfd, F_GETFL) & ~O_NONBLOCK);
+	(void)fcntl(*dfd, F_SETFL, fcntl(*dfd, F_GETFL) & ~O_NONBLOCK);
+	if (overwrite && ftruncate(*dfd, 0) == -1) {
+		uint32_t status = errno_to_status(errno);
+
+		close(*dfd);
+		close(*sfd);
+		return status;
+	}
+	return SSH2_FX_OK;
+}
+
+/* source path, destination path, overwrite flag: the whole source into a
+ * destination created with the source's permission bits (less the umask),
+ * with copy-data's loop. */
+int process_extended_copy_file(struct request *req)
+{
+	static const char fn[] = "process_extended_copy_file";
+	struct handle from, to;
+	struct copy_job job;
+	struct timespec start;
+	char *src, *dst;
+	uint32_t status;
+	uint8_t overwrite;
+	int sfd = -1, dfd = -1, rc;
+
+	if ((rc = get_two_paths(req, fn, &src, &dst)) != 0)
+		return rc;
+	if ((rc = rbuf_get_u8(&req->body, &overwrite)) != BUF_OK) {
+		free(src);
+		free(dst);
+		return parse_fail(req, fn, field_error(&req->body, rc, 0));
+	}
+	logit("copy-file \"%s\" to \"%s\"%s", src, dst,
+	      overwrite ? " overwrite" : "");
+	xferlog_now(&start);
+	status = copy_file_open(src, dst, overwrite, &sfd, &dfd);
+	if (status == SSH2_FX_OK) {
+		/* The loop works on handles; these two are not in the table
+		 * (the client never sees them). */
+		memset(&from, 0, sizeof(from));
+		memset(&to, 0, sizeof(to));
+		from.kind = to.kind = HANDLE_FILE;
+		from.fd = sfd;
+		from.name = src;
+		from.flags = O_RDONLY;
+		to.fd = dfd;
+		to.name = dst;
+		to.flags = O_WRONLY;
+		memset(&job, 0, sizeof(job));
+		job.fn = fn;
+		job.from = &from;
+		job.to = &to;
+		job.read_len = UINT64_MAX;
+		job.to_eof = 1;
+		status = copy_run(&job);
+		close(sfd);
+		if (close(dfd) == -1 && status == SSH2_FX_OK)
+			status = errno_to_status(errno);
+		/* As ProFTPD logs it: an upload of the copy. */
+		xferlog_write(dst, to.bytes_written, &start, 'i',
+		              status == SSH2_FX_OK);
+	}
+	send_status(req, status);
+	free(src);
+	free(dst);
 	return HANDLER_DONE;
 }
 

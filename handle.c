@@ -10,6 +10,7 @@
 
 #include "handle.h"
 #include "log.h"
+#include "xferlog.h"
 
 static struct handle *handles;
 static unsigned num_slots; /* allocated */
@@ -77,6 +78,7 @@ int handle_new(enum handle_kind kind, const char *name, int fd, DIR *dirp,
 	h->flags = flags;
 	h->name = copy;
 	h->next_free = -1;
+	xferlog_now(&h->opened);
 	if (fd >= 0 && fstat(fd, &st) == 0) {
 		h->dev = st.st_dev;
 		h->ino = st.st_ino;
@@ -180,12 +182,13 @@ void handle_close_all(void)
 
 	for (i = 0; i < num_slots; i++) {
 		h = &handles[i];
-		if (h->kind == HANDLE_FILE)
+		if (h->kind == HANDLE_FILE) {
 			logit(
 			    "forced close \"%s\" bytes read %llu written %llu",
 			    h->name, (unsigned long long)h->bytes_read,
 			    (unsigned long long)h->bytes_written);
-		else if (h->kind == HANDLE_DIR)
+			xferlog_handle_closed(h, 1);
+		} else if (h->kind == HANDLE_DIR)
 			logit("forced closedir \"%s\"", h->name);
 		else
 			continue;

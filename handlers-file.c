@@ -25,6 +25,7 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
+#include "xferlog.h"
 
 /* READDIR sends at most this many names per reply, as OpenSSH does. */
 #define READDIR_BATCH 100
@@ -110,7 +111,7 @@ static DIR *opendir_by_name(const char *path)
  * reading alone opens at once and writing alone fails (ENXIO) while
  * nobody reads.  Spare splice pipes hold descriptors: give them up before
  * telling the client it has too many files open. */
-static int open_file(const char *name, int *flags, int mode)
+int open_file(const char *name, int *flags, int mode)
 {
 	struct stat st;
 	int fd;
@@ -210,11 +211,12 @@ static void log_close(int idx)
 {
 	struct handle *h = handle_get(idx, HANDLE_FILE);
 
-	if (h != NULL)
+	if (h != NULL) {
 		logit("close \"%s\" bytes read %llu written %llu", h->name,
 		      (unsigned long long)h->bytes_read,
 		      (unsigned long long)h->bytes_written);
-	else
+		xferlog_handle_closed(h, 0);
+	} else
 		logit("closedir \"%s\"", handle_name(idx));
 }
 
@@ -382,6 +384,10 @@ static void write_finish(struct request *req)
 	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	ssize_t last = req->io.result;
 
+	/* The transfer log calls an upload whose last WRITE failed
+	 * incomplete. */
+	if (h != NULL)
+		h->write_failed = req->io_done != req->io_want;
 	if (req->io_done == req->io_want) {
 		/* Only acknowledged bytes count, as in OpenSSH's close line. */
 		if (h != NULL)
@@ -421,6 +427,7 @@ int process_write(struct request *req)
 	}
 	/* An append handle does not seek at all (setup_io). */
 	if (!(h->flags & O_APPEND) && (err = handle_seek(h, off, &pos)) != 0) {
+		h->write_failed = 1;
 		error("process_write: seek \"%.100s\": %s", h->name,
 		      strerror(err));
 		send_status(req, errno_to_status(err));

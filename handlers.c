@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checksum.h"
 #include "handlers.h"
+#include "hash.h"
 #include "log.h"
 #include "options.h"
 #include "parse.h"
@@ -18,32 +20,40 @@ struct server srv;
 
 #define HANDLER(t, n, w, io, f)                                                \
 	{                                                                      \
-		n, NULL, NULL, t, w, io, f,                                    \
-		{                                                              \
-			PATH_FOLLOW, PATH_FOLLOW                               \
-		}                                                              \
+		.name = n, .type = t, .does_write = w, .is_io = io, .fn = f    \
 	}
 #define EXTENSION(e, v, n, w, f)                                               \
 	{                                                                      \
-		n, e, v, 0, w, 0, f,                                           \
-		{                                                              \
-			PATH_FOLLOW, PATH_FOLLOW                               \
-		}                                                              \
+		.name = n, .ext_name = e, .ext_version = v, .does_write = w,   \
+		.fn = f                                                        \
 	}
 /* Rows whose paths are not all PATH_FOLLOW (see enum path_use). */
 #define HANDLER_PATHS(t, n, w, f, p1, p2)                                      \
 	{                                                                      \
-		n, NULL, NULL, t, w, 0, f,                                     \
-		{                                                              \
-			p1, p2                                                 \
+		.name = n, .type = t, .does_write = w, .fn = f, .path_use = {  \
+			p1,                                                    \
+			p2                                                     \
 		}                                                              \
 	}
 #define EXTENSION_PATHS(e, v, n, w, f, p1, p2)                                 \
 	{                                                                      \
-		n, e, v, 0, w, 0, f,                                           \
-		{                                                              \
-			p1, p2                                                 \
+		.name = n, .ext_name = e, .ext_version = v, .does_write = w,   \
+		.fn = f, .path_use = {                                         \
+			p1,                                                    \
+			p2                                                     \
 		}                                                              \
+	}
+/* Runs in steps beside READs and WRITEs (check-file); reads only. */
+#define STEPPED_EXTENSION(e, v, n, f)                                          \
+	{                                                                      \
+		.name = n, .ext_name = e, .ext_version = v, .is_io = 1,        \
+		.fn = f                                                        \
+	}
+/* VERSION data written by d (not a plain string). */
+#define EXTENSION_DATA(e, n, w, f, d)                                          \
+	{                                                                      \
+		.name = n, .ext_name = e, .does_write = w, .fn = f,            \
+		.ext_data = d                                                  \
 	}
 
 /* Plain requests, in OpenSSH's order (also the -Q requests order).  OPEN
@@ -100,6 +110,19 @@ static const struct handler ext_handlers[] = {
                     PATH_FOLLOW),
     EXTENSION("users-groups-by-id@openssh.com", "1", "users-groups-by-id", 0,
               process_extended_get_users_groups_by_id),
+    /* Beyond OpenSSH (doc/design.md): the draft's checksums, paramiko's
+     * form of them, server-side copy and WinSCP's extras. */
+    STEPPED_EXTENSION("check-file-name", HASH_NAMES, "check-file-name",
+                      process_extended_check_file_name),
+    STEPPED_EXTENSION("check-file-handle", HASH_NAMES, "check-file-handle",
+                      process_extended_check_file_handle),
+    STEPPED_EXTENSION("check-file", HASH_NAMES, "check-file",
+                      process_extended_check_file),
+    EXTENSION("copy-file", "1", "copy-file", 1, process_extended_copy_file),
+    EXTENSION("space-available", "1", "space-available", 0,
+              process_extended_space_available),
+    EXTENSION_DATA("vendor-id", "vendor-id", 0, process_extended_vendor_id,
+                   put_vendor_id),
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -179,16 +202,37 @@ int compose_extensions(struct wbuf *w)
 			       h->ext_name);
 			continue;
 		}
-		if ((rc = wbuf_put_cstring(w, h->ext_name)) != BUF_OK ||
-		    (rc = wbuf_put_cstring(w, h->ext_version)) != BUF_OK)
+		if ((rc = wbuf_put_cstring(w, h->ext_name)) != BUF_OK)
+			return rc;
+		rc = h->ext_data != NULL ? h->ext_data(w)
+		                         : wbuf_put_cstring(w, h->ext_version);
+		if (rc != BUF_OK)
 			return rc;
 	}
 	return BUF_OK;
 }
 
+/* An EXTENDED request's row, from its packet (id, then the name) and not
+ * from req->body, which its handler may have read already.  NULL when the
+ * name is unknown or cut short. */
+static const struct handler *peek_extension(const struct request *req)
+{
+	const uint8_t *name;
+	struct rbuf r;
+	size_t len;
+
+	rbuf_init(&r, req->packet + 1, req->packet_len - 1);
+	if (rbuf_skip(&r, 4) != BUF_OK ||
+	    rbuf_get_string(&r, &name, &len) != BUF_OK)
+		return NULL;
+	return handler_for_extension(name, len);
+}
+
 int request_is_io(const struct request *req)
 {
-	const struct handler *h = handler_for_type(req->type);
+	const struct handler *h = req->type == SSH2_FXP_EXTENDED
+	                              ? peek_extension(req)
+	                              : handler_for_type(req->type);
 
 	return h != NULL && h->is_io;
 }

@@ -16,6 +16,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "options.h"
+#include "xferlog.h"
 
 #define QUEUE_DEPTH_DEFAULT 64
 #define QUEUE_DEPTH_MAX 1024
@@ -40,6 +41,8 @@ enum long_only_option {
 	OPT_WRITE_MERGE,
 	OPT_NO_SPLICE,
 	OPT_CONFINE,
+	OPT_XFERLOG,
+	OPT_XFERLOG_FORMAT,
 };
 
 /*
@@ -57,6 +60,8 @@ static const struct option long_options[] = {
     {"write-merge", required_argument, NULL, OPT_WRITE_MERGE},
     {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
     {"confine", optional_argument, NULL, OPT_CONFINE},
+    {"xferlog", required_argument, NULL, OPT_XFERLOG},
+    {"xferlog-format", required_argument, NULL, OPT_XFERLOG_FORMAT},
     {NULL, 0, NULL, 0},
 };
 
@@ -67,13 +72,15 @@ static const struct option long_options[] = {
 static char *owned_start_dir;
 static char *owned_denied;
 static char *owned_allowed;
+static char *owned_xferlog;
 
 static void free_owned_strings(void)
 {
 	free(owned_start_dir);
 	free(owned_denied);
 	free(owned_allowed);
-	owned_start_dir = owned_denied = owned_allowed = NULL;
+	free(owned_xferlog);
+	owned_start_dir = owned_denied = owned_allowed = owned_xferlog = NULL;
 }
 
 static const char *base_name(const char *path)
@@ -121,6 +128,10 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "(default: the\n"
 	       "                              start directory), by "
 	       "Landlock\n"
+	       "  --xferlog=FILE              append a line per closed file "
+	       "to FILE\n"
+	       "  --xferlog-format=xferlog|json\n"
+	       "                              its format (default xferlog)\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
@@ -297,6 +308,23 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		}
 		o->confine = 1;
 		o->confine_dir = arg;
+		break;
+	case OPT_XFERLOG:
+		free(owned_xferlog);
+		o->xferlog_path = owned_xferlog = strdup(arg);
+		break;
+	case OPT_XFERLOG_FORMAT:
+		if (strcmp(arg, "xferlog") == 0) {
+			o->xferlog_format = XFERLOG_XFERLOG;
+		} else if (strcmp(arg, "json") == 0) {
+			o->xferlog_format = XFERLOG_JSON;
+		} else {
+			fprintf(stderr,
+			        "Invalid xferlog format \"%s\": use xferlog or "
+			        "json\n",
+			        arg);
+			exit(1);
+		}
 		break;
 	case OPT_WRITE_MERGE:
 		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=

@@ -26,6 +26,8 @@ static size_t reply_bytes;         /* encoded, not yet written */
 static size_t head_sent;           /* bytes of head's reply written */
 static unsigned num_piped;         /* READ replies still in their pipes */
 static int waiting_for_reader;     /* blocked until stdout is read */
+/* Stepped requests (check-file) whose next step waits to be submitted. */
+static struct request *steps_head, *steps_tail;
 static int fatal_status;
 static char fatal_message[sizeof(((struct request *)0)->fatal)];
 
@@ -52,6 +54,7 @@ void queue_reset(void)
 		queue_release(r);
 	}
 	head = tail = next_start = NULL;
+	steps_head = steps_tail = NULL;
 	num_in_flight = 0;
 	num_piped = 0;
 	reply_bytes = 0;
@@ -141,17 +144,23 @@ static int io_conflict(const struct request *a, const struct request *b)
 /* Rule 2 of DESIGN.md: requests on one file that could see each other run
  * in arrival order.  Members of the run the request will join do not
  * count: they end where it begins.  A spliced READ counts until its data
- * has left its pipe: the pipe holds the file's pages, not a copy. */
+ * has left its pipe: the pipe holds the file's pages, not a copy.
+ * Stepped requests run one at a time: each holds a buffer, and their work
+ * (hashing) is CPU in this thread, which a second one would only share. */
 static int conflicts_with_in_flight(const struct request *req,
                                     const struct write_run *joining)
 {
 	const struct request *r;
 
-	for (r = head; r != next_start; r = r->next)
+	for (r = head; r != next_start; r = r->next) {
 		if ((r->state == REQ_IN_FLIGHT || r->pipe_left > 0) &&
 		    io_conflict(r, req) &&
 		    (joining == NULL || r->run != joining))
 			return 1;
+		if (r->state == REQ_IN_FLIGHT && r->io_step != NULL &&
+		    req->io_step != NULL)
+			return 1;
+	}
 	return 0;
 }
 
@@ -180,6 +189,7 @@ static void stop_at(struct request *req)
 }
 
 static void request_io_done(struct io_op *op);
+static void step_done(struct request *req);
 
 /* Spliced READ data handed to stdout is made of file pages until the
  * reader (sshd, or the client) has read it: nothing may change that file
@@ -243,14 +253,44 @@ static int start_one(struct request *req)
 	num_in_flight++;
 	if (rc < 0) {
 		req->io.result = rc;
-		queue_io_finished(req);
+		if (req->io_step != NULL)
+			step_done(req);
+		else
+			queue_io_finished(req);
 	}
 	return 1;
+}
+
+/* Submit the next step of each stepped request, in order, while the back
+ * end has room. */
+static void submit_steps(void)
+{
+	struct request *req;
+	int rc;
+
+	while ((req = steps_head) != NULL) {
+		rc = backend->submit(&req->io);
+		if (rc == -EBUSY)
+			return;
+		steps_head = req->step_next;
+		if (steps_head == NULL)
+			steps_tail = NULL;
+		if (rc < 0) {
+			req->io.result = rc;
+			step_done(req);
+		}
+	}
+}
+
+int queue_steps_pending(void)
+{
+	return steps_head != NULL;
 }
 
 void queue_dispatch(int more_input)
 {
 	waiting_for_reader = 0;
+	submit_steps();
 	while (next_start != NULL && start_one(next_start))
 		next_start = next_start->next;
 	/* Never hold replies while the client waits for them. */
@@ -290,14 +330,38 @@ static int resume_short_io(struct request *req, ssize_t n)
 void queue_io_finished(struct request *req)
 {
 	num_in_flight--;
-	req->io_finish(req);
+	/* A stepped request's last step encoded its reply. */
+	if (req->io_step == NULL)
+		req->io_finish(req);
 	request_done(req);
+}
+
+/* A step finished: another one is queued for the next turn, never
+ * submitted from here (the plain back end would run it at once, and the
+ * whole job inside one reap). */
+static void step_done(struct request *req)
+{
+	if (!req->io_step(req)) {
+		queue_io_finished(req);
+		return;
+	}
+	req->step_next = NULL;
+	if (steps_tail != NULL)
+		steps_tail->step_next = req;
+	else
+		steps_head = req;
+	steps_tail = req;
 }
 
 static void request_io_done(struct io_op *op)
 {
 	struct request *req = op->owner;
 	ssize_t n = op->result;
+
+	if (req->io_step != NULL) {
+		step_done(req);
+		return;
+	}
 
 	if (n > 0)
 		req->io_done += (size_t)n;

@@ -107,21 +107,27 @@ void readahead_on_open(struct handle *h)
 	h->ahead_until = 0;
 }
 
-void readahead_on_read(struct handle *h, uint64_t off, uint32_t len)
+void readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
+                       uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len, from;
 
-	if (off != h->next_read) {
+	if (off != *next_read) {
 		/* A seek: start over from here, with no hint until the stream
 		 * proves sequential again. */
-		h->next_read = end;
-		h->ahead_until = end;
+		*next_read = end;
+		*ahead_until = end;
 		return;
 	}
-	h->next_read = end;
-	if (h->ahead_until >= end + READAHEAD_REFILL)
+	*next_read = end;
+	if (*ahead_until >= end + READAHEAD_REFILL)
 		return;
-	from = h->ahead_until > end ? h->ahead_until : end;
-	h->ahead_until = end + READAHEAD_WINDOW;
-	hint(h->fd, from, h->ahead_until - from);
+	from = *ahead_until > end ? *ahead_until : end;
+	*ahead_until = end + READAHEAD_WINDOW;
+	hint(fd, from, *ahead_until - from);
+}
+
+void readahead_on_read(struct handle *h, uint64_t off, uint32_t len)
+{
+	readahead_advance(h->fd, &h->next_read, &h->ahead_until, off, len);
 }

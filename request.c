@@ -69,6 +69,10 @@ struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply,
 
 void request_free(struct request *req)
 {
+	if (req->job_free != NULL)
+		req->job_free(req);
+	req->job_free = NULL;
+	req->job = NULL;
 	if (req->has_pipe)
 		pipe_put(&req->pipe, req->pipe_left);
 	if (req->chunk != NULL)

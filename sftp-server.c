@@ -36,6 +36,7 @@
 #include "outpace.h"
 #include "pipes.h"
 #include "queue.h"
+#include "xferlog.h"
 #include "server.h"
 #include "sftp.h"
 
@@ -442,6 +443,9 @@ static void wait_for_events(int *out_blocked)
 		else
 			wait_ns = 0;
 	}
+	/* A stepped request (check-file) goes on next turn. */
+	if (queue_steps_pending())
+		wait_ns = 0;
 	idle = wait_ns < 0 && queue_idle() && pipes_have_spares();
 	if (idle)
 		wait_ns = SPARE_PIPES_IDLE_NS;
@@ -493,8 +497,9 @@ static void serve(void)
 			if (queue_count() < before)
 				continue;
 		}
-		/* So may completions. */
-		if (reaped > 0)
+		/* So may completions; but while a stepped request goes on, the
+		 * input and output are looked at between its steps. */
+		if (reaped > 0 && !queue_steps_pending())
 			continue;
 		if (finished())
 			break;
@@ -558,6 +563,10 @@ int main(int argc, char **argv)
 	srv.client_addr = client_address();
 	logit("session opened for local user %s from [%s]", srv.user,
 	      srv.client_addr);
+	/* Before -d: a relative FILE is taken from where sshd started us. */
+	if (srv.opt.xferlog_path != NULL)
+		(void)xferlog_open(srv.opt.xferlog_path,
+		                   (enum xferlog_format)srv.opt.xferlog_format);
 	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0) {
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
 		      strerror(errno));

@@ -13,14 +13,17 @@
 
 /* IO_SPLICE_IN moves file bytes into a pipe (fd_out) without copying;
  * IO_READAHEAD asks the kernel to read [offset, offset + len) into the
- * page cache (posix_fadvise WILLNEED). */
+ * page cache (posix_fadvise WILLNEED); IO_COPY_RANGE copies len bytes from
+ * fd at offset to fd_out at offset_out inside the kernel
+ * (copy_file_range(2): a reflink where the file system shares extents). */
 enum io_opcode {
 	IO_READ,
 	IO_WRITE,
 	IO_WRITEV,
 	IO_FSYNC,
 	IO_SPLICE_IN,
-	IO_READAHEAD
+	IO_READAHEAD,
+	IO_COPY_RANGE
 };
 
 /* An offset for IO_READ, IO_WRITE and IO_WRITEV meaning "none": the
@@ -33,9 +36,10 @@ enum io_opcode {
 struct io_op {
 	enum io_opcode opcode;
 	int fd;
-	int fd_out; /* IO_SPLICE_IN: the pipe's write end */
+	int fd_out; /* IO_SPLICE_IN: the pipe's write end; IO_COPY_RANGE */
 	uint64_t offset;
-	void *buf; /* IO_READ: destination; IO_WRITE: source */
+	uint64_t offset_out; /* IO_COPY_RANGE */
+	void *buf;           /* IO_READ: destination; IO_WRITE: source */
 	size_t len;
 	struct iovec *iov; /* IO_WRITEV: the sources, iovcnt of them */
 	int iovcnt;
@@ -91,8 +95,9 @@ extern const struct io_backend *backend;
  * cannot start. */
 int backend_start(enum backend_choice choice, unsigned depth);
 
-/* IO_WRITE or IO_WRITEV (op->iov) now, with one system call (retried on
- * EINTR): bytes written or -errno.  Both back ends write at submit time. */
+/* IO_WRITE, IO_WRITEV (op->iov) or IO_COPY_RANGE now, with one system
+ * call (retried on EINTR): bytes written or -errno.  Both back ends do
+ * these at submit time (copy_file_range has no io_uring opcode). */
 ssize_t io_write_now(struct io_op *op);
 
 /* Run one operation to completion (for barrier requests such as fsync and

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "buf.h"
 
@@ -24,7 +25,9 @@ struct handle {
 	int is_regular;     /* short reads are resumed only on regular files */
 	mode_t type;        /* st_mode & S_IFMT at open (0 if unknown) */
 	uint64_t next_read; /* where a sequential READ stream continues */
-	uint64_t ahead_until; /* read-ahead asked for up to here */
+	uint64_t ahead_until;   /* read-ahead asked for up to here */
+	struct timespec opened; /* monotonic, for the transfer log */
+	int write_failed;       /* the last WRITE failed (transfer log) */
 	int next_free;
 };
 

@@ -31,6 +31,9 @@ struct handler {
 	int is_io; /* READ/WRITE: runs concurrently via the queue */
 	handler_fn fn;
 	uint8_t path_use[2]; /* enum path_use of the first two paths */
+	/* Writes the VERSION data of an extension whose data is not a
+	 * plain string (vendor-id); NULL: ext_version. */
+	int (*ext_data)(struct wbuf *w);
 };
 
 /* Run one request: INIT, the before-init check, EXTENDED name look-up,
@@ -75,6 +78,13 @@ int setstat_request(struct request *req, const char *fn, enum setstat_target t);
 int path_pair_request(struct request *req, const char *fn, const char *op,
                       int (*call)(const char *, const char *));
 
+/* open(2) of a client's path, for every request that opens one (OPEN,
+ * check-file-name, copy-file): beneath the confinement directory under
+ * --confine, a FIFO without waiting (O_NONBLOCK is added to *flags), and
+ * once more after giving up spare pipes on EMFILE.  -1 with errno set on
+ * failure. */
+int open_file(const char *name, int *flags, int mode);
+
 /* Handlers by module. */
 int process_open(struct request *req);
 int process_close(struct request *req);
@@ -107,5 +117,10 @@ int process_extended_expand(struct request *req);
 int process_extended_copy_data(struct request *req);
 int process_extended_home_directory(struct request *req);
 int process_extended_get_users_groups_by_id(struct request *req);
+int process_extended_copy_file(struct request *req);
+int process_extended_space_available(struct request *req);
+int process_extended_vendor_id(struct request *req);
+/* vendor-id's data in VERSION: vendor, product, version, build number. */
+int put_vendor_id(struct wbuf *w);
 
 #endif

@@ -23,6 +23,8 @@ struct options {
 	int no_splice;           /* --no-splice: copy READ data, never splice */
 	int confine;             /* --confine[=DIR] */
 	const char *confine_dir; /* DIR as given (NULL: the start directory) */
+	char *xferlog_path;      /* --xferlog=FILE */
+	int xferlog_format;      /* --xferlog-format: enum xferlog_format */
 };
 
 /* Outcome of parse_options. */

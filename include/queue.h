@@ -25,6 +25,10 @@ void queue_admit(struct request *req);
  * further requests are about to be framed, so merged writes may wait for
  * them; otherwise every run is written now. */
 void queue_dispatch(int more_input);
+/* A stepped request's next step waits to be submitted: the event loop
+ * must come round again without sleeping, but should look at its input
+ * and output on the way. */
+int queue_steps_pending(void);
 /* An I/O request's bytes are done (io.result, io_done set): reply. */
 void queue_io_finished(struct request *req);
 /* Nothing admitted, in flight or waiting to be sent. */

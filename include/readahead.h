@@ -8,5 +8,9 @@ struct handle;
 
 void readahead_on_open(struct handle *h);
 void readahead_on_read(struct handle *h, uint64_t off, uint32_t len);
+/* The same for any sequential reader of fd that keeps its own position
+ * (check-file): a read of [off, off + len) was just submitted. */
+void readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
+                       uint64_t off, uint64_t len);
 
 #endif

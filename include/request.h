@@ -55,6 +55,17 @@ struct request {
 	 * support becomes a read): 1 if req->io is ready to resubmit. */
 	int (*io_fallback)(struct request *req);
 
+	/* A request that runs in steps (check-file): each finished I/O goes
+	 * to io_step instead of io_finish.  It returns 1 when it set up
+	 * req->io for the next step, which the queue submits on its next
+	 * turn (so the requests that may run beside it are served in
+	 * between), and 0 once the reply is encoded.  job holds its state
+	 * and job_free releases it, whenever the request is freed. */
+	int (*io_step)(struct request *req);
+	void *job;
+	void (*job_free)(struct request *req);
+	struct request *step_next; /* the queue's list of steps to submit */
+
 	/* A READ whose data waits in a pipe, sent after the reply header. */
 	int has_pipe;
 	struct pipe_pair pipe;

@@ -13,6 +13,9 @@ struct server {
 	const char *user;        /* the logged-in user's name */
 	const char *home;        /* their home directory */
 	const char *client_addr; /* first word of SSH_CONNECTION */
+	/* The client (WinSCP, by its vendor-id) reads check-file's reply
+	 * without the "check-file" name, as ProFTPD sends it. */
+	int client_reads_no_name;
 };
 
 extern struct server srv;

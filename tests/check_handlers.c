@@ -58,8 +58,18 @@ START_TEST(test_table_lookups)
 	ck_assert_str_eq(ext("copy-data")->name, "copy-data");
 	ck_assert_str_eq(ext("posix-rename@openssh.com")->name, "posix-rename");
 	ck_assert_ptr_null(ext("posix-rename"));
-	ck_assert_ptr_null(ext("check-file"));
+	ck_assert_ptr_null(ext("md5-hash"));
+	ck_assert_ptr_null(ext("check-file-NAME"));
 	ck_assert(handler_for_type(SSH2_FXP_READ)->is_io);
+	/* Beyond OpenSSH: the checksums run in steps beside READ and WRITE
+	 * and do not write; copy-file writes. */
+	ck_assert(ext("check-file-name")->is_io);
+	ck_assert(ext("check-file-handle")->is_io);
+	ck_assert(ext("check-file")->is_io);
+	ck_assert(!ext("check-file")->does_write);
+	ck_assert(ext("copy-file")->does_write);
+	ck_assert(!ext("copy-file")->is_io);
+	ck_assert(!ext("space-available")->does_write);
 	ck_assert(handler_for_type(SSH2_FXP_WRITE)->is_io);
 	ck_assert(!handler_for_type(SSH2_FXP_CLOSE)->is_io);
 }
@@ -70,9 +80,12 @@ START_TEST(test_readonly_refuses_writers)
 	static const char *writers[] = {"write",  "setstat", "fsetstat",
 	                                "remove", "mkdir",   "rmdir",
 	                                "rename", "symlink"};
-	static const char *ext_writers[] = {
-	    "posix-rename@openssh.com", "hardlink@openssh.com",
-	    "fsync@openssh.com", "lsetstat@openssh.com", "copy-data"};
+	static const char *ext_writers[] = {"posix-rename@openssh.com",
+	                                    "hardlink@openssh.com",
+	                                    "fsync@openssh.com",
+	                                    "lsetstat@openssh.com",
+	                                    "copy-data",
+	                                    "copy-file"};
 	int type, refused = 0;
 	size_t i;
 
@@ -125,13 +138,16 @@ START_TEST(test_deny_and_allow_lists)
 }
 END_TEST
 
-/* The extension names of a VERSION reply built by compose_extensions. */
+/* The extension names of a VERSION reply built by compose_extensions, with
+ * their data (vendor-id's, a structure, is shown as "{...}"). */
 static char *extension_names(void)
 {
-	static char names[1024];
+	static char names[2048];
+	const uint8_t *data;
 	struct wbuf w;
 	struct rbuf r;
-	char *name, *version;
+	size_t len;
+	char *name;
 
 	wbuf_init(&w, 4096);
 	ck_assert_int_eq(compose_extensions(&w), BUF_OK);
@@ -139,17 +155,21 @@ static char *extension_names(void)
 	names[0] = '\0';
 	while (rbuf_left(&r) > 0) {
 		ck_assert_int_eq(rbuf_get_cstring(&r, &name), BUF_OK);
-		ck_assert_int_eq(rbuf_get_cstring(&r, &version), BUF_OK);
+		ck_assert_int_eq(rbuf_get_string(&r, &data, &len), BUF_OK);
 		strcat(names, name);
 		strcat(names, "=");
-		strcat(names, version);
+		if (strcmp(name, "vendor-id") == 0)
+			strcat(names, "{...}");
+		else
+			strncat(names, (const char *)data, len);
 		strcat(names, " ");
 		free(name);
-		free(version);
 	}
 	wbuf_free(&w);
 	return names;
 }
+
+#define HASHES "md5,sha1,sha224,sha256,sha384,sha512,crc32"
 
 START_TEST(test_version_extensions)
 {
@@ -160,12 +180,18 @@ START_TEST(test_version_extensions)
 	                 "fsync@openssh.com=1 lsetstat@openssh.com=1 "
 	                 "limits@openssh.com=1 expand-path@openssh.com=1 "
 	                 "copy-data=1 home-directory=1 "
-	                 "users-groups-by-id@openssh.com=1 ");
+	                 "users-groups-by-id@openssh.com=1 "
+	                 "check-file-name=" HASHES " check-file-handle=" HASHES
+	                 " check-file=" HASHES " copy-file=1 "
+	                 "space-available=1 vendor-id={...} ");
 	srv.opt.readonly = 1;
 	ck_assert_str_eq(extension_names(),
 	                 "statvfs@openssh.com=2 fstatvfs@openssh.com=2 "
 	                 "limits@openssh.com=1 expand-path@openssh.com=1 "
-	                 "home-directory=1 users-groups-by-id@openssh.com=1 ");
+	                 "home-directory=1 users-groups-by-id@openssh.com=1 "
+	                 "check-file-name=" HASHES " check-file-handle=" HASHES
+	                 " check-file=" HASHES " space-available=1 "
+	                 "vendor-id={...} ");
 	srv.opt.readonly = 0;
 	srv.opt.allowed = "realpath,stat";
 	ck_assert_str_eq(extension_names(), "");
@@ -325,6 +351,35 @@ START_TEST(test_old_clients_get_bare_status)
 }
 END_TEST
 
+/* An EXTENDED request is classed by the name in its packet, before and
+ * after its handler read the body: check-file* run beside READ and WRITE,
+ * other extensions are barriers, and a name cut short is a barrier. */
+START_TEST(test_extended_io_class)
+{
+	static const uint8_t check[] = {0,   0,   0,   7,   0,   0,   0,   15,
+	                                'c', 'h', 'e', 'c', 'k', '-', 'f', 'i',
+	                                'l', 'e', '-', 'n', 'a', 'm', 'e'};
+	static const uint8_t copy[] = {0,   0,   0,   8,   0,   0,
+	                               0,   9,   'c', 'o', 'p', 'y',
+	                               '-', 'd', 'a', 't', 'a'};
+	static const uint8_t cut[] = {0, 0, 0, 9, 0, 0, 0, 15, 'c', 'h'};
+	struct request *req;
+
+	reset_server();
+	req = make_request(SSH2_FXP_EXTENDED, check, sizeof(check));
+	ck_assert(request_is_io(req));
+	ck_assert_int_eq(rbuf_skip(&req->body, 8), BUF_OK);
+	ck_assert(request_is_io(req)); /* the body's position does not count */
+	request_free(req);
+	req = make_request(SSH2_FXP_EXTENDED, copy, sizeof(copy));
+	ck_assert(!request_is_io(req));
+	request_free(req);
+	req = make_request(SSH2_FXP_EXTENDED, cut, sizeof(cut));
+	ck_assert(!request_is_io(req));
+	request_free(req);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("handlers");
@@ -340,6 +395,7 @@ int main(void)
 	tcase_add_test(tc, test_init_and_unknowns);
 	tcase_add_test(tc, test_every_parse_error_has_its_line);
 	tcase_add_test(tc, test_old_clients_get_bare_status);
+	tcase_add_test(tc, test_extended_io_class);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "xferlog.h"
 
 #define TEST_USER "alice"
 #define TEST_HOME "/home/alice"
@@ -111,6 +112,30 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(o.queue_depth, 64);
 	ck_assert_uint_eq(o.write_merge, 256 * 1024);
 	ck_assert_int_eq(o.no_splice, 0);
+	ck_assert_ptr_null(o.xferlog_path);
+	ck_assert_int_eq(o.xferlog_format, XFERLOG_XFERLOG);
+}
+END_TEST
+
+/* --xferlog=FILE and --xferlog-format=xferlog|json (issue 12). */
+START_TEST(test_xferlog_options)
+{
+	char *json[] = {"s", "--xferlog=/var/log/x", "--xferlog-format=json",
+	                NULL};
+	char *plain[] = {"s", "--xferlog-format=xferlog", "--xferlog", "rel",
+	                 NULL};
+	char *bad[] = {"s", "--xferlog-format=csv", NULL};
+	char *missing[] = {"s", "--xferlog", NULL};
+	struct options o;
+
+	ck_assert_int_eq(parse(&o, json), OPTIONS_RUN);
+	ck_assert_str_eq(o.xferlog_path, "/var/log/x");
+	ck_assert_int_eq(o.xferlog_format, XFERLOG_JSON);
+	ck_assert_int_eq(parse(&o, plain), OPTIONS_RUN);
+	ck_assert_str_eq(o.xferlog_path, "rel");
+	ck_assert_int_eq(o.xferlog_format, XFERLOG_XFERLOG);
+	ck_assert_int_eq(exit_status_of(bad), 1);
+	ck_assert_int_eq(exit_status_of(missing), 1);
 }
 END_TEST
 
@@ -387,6 +412,12 @@ START_TEST(test_query_requests)
 	    "copy-data",
 	    "home-directory",
 	    "users-groups-by-id",
+	    "check-file-name",
+	    "check-file-handle",
+	    "check-file",
+	    "copy-file",
+	    "space-available",
+	    "vendor-id",
 	};
 	char *lower[] = {"s", "-Q", "requests", NULL};
 	char *upper[] = {"s", "-Q", "REQUESTS", NULL};
@@ -407,6 +438,9 @@ START_TEST(test_query_requests)
 	ck_assert(strncmp(out, "open\nclose\n", 11) == 0);
 	ck_assert_ptr_nonnull(strstr(out, "home-directory\n"
 	                                  "users-groups-by-id\n"));
+	/* Ours after OpenSSH's (issue 12). */
+	ck_assert_ptr_nonnull(strstr(out, "users-groups-by-id\n"
+	                                  "check-file-name\n"));
 
 	ck_assert_int_eq(parse_capturing_stdout(&o, upper, &out2),
 	                 OPTIONS_EXIT_OK);
@@ -896,6 +930,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(opts, test_defaults);
+	tcase_add_test(opts, test_xferlog_options);
 	tcase_add_test(opts, test_every_letter);
 	tcase_add_test(opts, test_bundled_letters_and_case);
 	tcase_add_test(opts, test_level_and_facility_names);

@@ -1,11 +1,13 @@
 /* Unit tests of queue.c with a fake back end that completes operations in
  * a seeded random order and often short.  Every reply is checked against a
  * model that applies the requests one at a time in arrival order: that is
- * what the draft's §6.1 promises a client. */
+ * what the draft's §6.1 promises a client.  The requests are READ, WRITE,
+ * FSTAT and check-file-handle, which runs in steps beside the others. */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <openssl/evp.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +184,7 @@ static uint8_t model[FILE_SPAN * 2];
 static uint64_t last_write_end[2];
 static uint64_t model_size;
 static int handles[2];
+static unsigned check_files; /* check-file replies checked */
 
 static size_t put_header(uint8_t *p, uint8_t type, uint32_t id, int handle)
 {
@@ -244,6 +247,48 @@ static size_t make_fstat(uint8_t *p, uint32_t id, struct expected *e)
 	return put_header(p, SSH2_FXP_FSTAT, id, handles[rand() % 2]);
 }
 
+/* check-file-handle, sha256 of a random range of handle 0 (the file both
+ * handles share): the digest of what the model holds there when the
+ * request arrives. */
+static size_t make_check_file(uint8_t *p, uint32_t id, struct expected *e)
+{
+	static const char name[] = "check-file-handle", alg[] = "sha256";
+	uint64_t off = (uint64_t)rand() % (FILE_SPAN + 4096);
+	uint64_t len = rand() % 4 == 0 ? 0 : 1 + (uint64_t)rand() % FILE_SPAN;
+	uint64_t end =
+	    len == 0 || off + len > model_size ? model_size : off + len;
+	uint8_t digest[EVP_MAX_MD_SIZE];
+	unsigned dlen = 0;
+	size_t n = 0;
+
+	p[n++] = SSH2_FXP_EXTENDED;
+	poke_u32(p + n, id);
+	poke_u32(p + n + 4, sizeof(name) - 1);
+	memcpy(p + n + 8, name, sizeof(name) - 1);
+	n += 8 + sizeof(name) - 1;
+	poke_u32(p + n, 4);
+	poke_u32(p + n + 4, (uint32_t)handles[0]);
+	poke_u32(p + n + 8, sizeof(alg) - 1);
+	memcpy(p + n + 12, alg, sizeof(alg) - 1);
+	n += 12 + sizeof(alg) - 1;
+	poke_u64(p + n, off);
+	poke_u64(p + n + 8, len);
+	poke_u32(p + n + 16, 0);
+	n += 20;
+	ck_assert(EVP_Digest(model + off, off < end ? end - off : 0, digest,
+	                     &dlen, EVP_sha256(), NULL) == 1);
+	/* The reply after its id: "check-file", the algorithm, the digest. */
+	e->type = SSH2_FXP_EXTENDED_REPLY;
+	e->len = 4 + 10 + 4 + 6 + dlen;
+	e->data = malloc(e->len);
+	poke_u32(e->data, 10);
+	memcpy(e->data + 4, "check-file", 10);
+	poke_u32(e->data + 14, 6);
+	memcpy(e->data + 18, alg, 6);
+	memcpy(e->data + 24, digest, dlen);
+	return n;
+}
+
 static void check_reply(const uint8_t *p, size_t len, uint32_t id,
                         const struct expected *e)
 {
@@ -257,6 +302,10 @@ static void check_reply(const uint8_t *p, size_t len, uint32_t id,
 		ck_assert_uint_eq(peek_u32(p + 9), e->len);
 		ck_assert_uint_eq(len, 13 + e->len);
 		ck_assert(memcmp(p + 13, e->data, e->len) == 0);
+	} else if (e->type == SSH2_FXP_EXTENDED_REPLY) {
+		ck_assert_uint_eq(len, 9 + e->len);
+		ck_assert(memcmp(p + 9, e->data, e->len) == 0);
+		check_files++;
 	} else {
 		/* flags, then the size comes first */
 		ck_assert_uint_eq(peek_u32(p + 9) & SSH2_FILEXFER_ATTR_SIZE, 1);
@@ -308,8 +357,10 @@ static void run_seed(unsigned seed)
 			lengths[i] = make_write(packets[i], i, &exp[i]);
 		else if (kind < 9)
 			lengths[i] = make_read(packets[i], i, &exp[i]);
-		else
+		else if (rand() % 2)
 			lengths[i] = make_fstat(packets[i], i, &exp[i]);
+		else
+			lengths[i] = make_check_file(packets[i], i, &exp[i]);
 	}
 	while (replied < NUM_REQUESTS) {
 		while (admitted < NUM_REQUESTS && queue_has_room()) {
@@ -326,6 +377,7 @@ static void run_seed(unsigned seed)
 		ck_assert_uint_lt(++turns, NUM_REQUESTS * 100);
 	}
 	ck_assert(queue_idle());
+	ck_assert(!queue_steps_pending());
 }
 
 START_TEST(test_random_completion_order)
@@ -359,6 +411,7 @@ START_TEST(test_random_completion_order)
 		ck_assert(!coalesce_pending());
 	}
 	ck_assert_uint_gt(merged_writes, 200);
+	ck_assert_uint_gt(check_files, 1000);
 	coalesce_init(0);
 	handle_close(handles[0]);
 	handle_close(handles[1]);

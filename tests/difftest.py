@@ -27,6 +27,10 @@ Known, deliberate tolerances (see also the report printed at the end):
       only the reply to that request.  An OP_UNSUPPORTED status for the
       unknown packet from the server under test is tolerated and noted.
   (d) malformed/oversized packets: exit status and output are compared.
+  (e) requests beyond OpenSSH (ADDITIONS, issue 12): VERSION and -Q
+      requests are compared without them; the "additions" check sends each
+      once and expects OP_UNSUPPORTED from OpenSSH and the right answer
+      from the server under test.
 
 Usage: difftest.py --ref /usr/lib/openssh/sftp-server --server PATH
        [--server-args "ARGS"] [--label NAME] [--only PATTERN] [-v]
@@ -40,6 +44,7 @@ import hashlib
 import os
 import pwd
 import random
+import re
 import resource
 import shlex
 import shutil
@@ -68,6 +73,12 @@ UNPRIV_UID = 65534
 ME = pwd.getpwuid(os.getuid()).pw_name
 
 VERBOSE = False
+
+# Deliberate additions (issue 12): requests OpenSSH does not know.
+ADDITIONS = ("check-file-name", "check-file-handle", "check-file",
+             "copy-file", "space-available", "vendor-id")
+ADDITION_REFUSAL = re.compile(rb"^Refusing .*\b(%s) request" % "|".join(
+    ADDITIONS).encode())
 
 
 def is_recent(t):
@@ -161,7 +172,9 @@ class Norm:
         if t == sc.FXP_ATTRS:
             return "ATTRS " + self.attrs(rep.attrs)
         if t == sc.FXP_VERSION:
-            return "VERSION %d %r" % (rep.version, rep.extensions)
+            return "VERSION %d %r" % (rep.version, [
+                e for e in rep.extensions
+                if e[0].decode("latin-1") not in ADDITIONS])
         if t == sc.FXP_EXTENDED_REPLY:
             try:
                 if kind in ("statvfs", "fstatvfs"):
@@ -1038,7 +1051,7 @@ def sc_unknown_extensions(s):
     for name in ("no-such-extension", "", "LIMITS@OPENSSH.COM",
                  "limits@openssh.co", "posix-rename", "statvfs",
                  "limits@openssh.com\x00", "x" * 300, "copy-data@openssh.com",
-                 "check-file-name", "md5-hash-handle", "space-available",
+                 "md5-hash-handle", "check-file-NAME", "space_available",
                  "home-directory@openssh.com", "users-groups-by-id"):
         s.extended(name, string("f.txt") + string("x"))
     s.realpath(".")
@@ -2165,6 +2178,51 @@ def sc_backpressure(s):
         print("NOTE backpressure: peak RSS %d MiB" % rss)
 
 
+def addition_reply(rep):
+    """A short summary of a reply to an addition."""
+    if rep.type == FXP_STATUS:
+        return "STATUS %s" % sc.STATUS_NAMES.get(rep.code, rep.code)
+    if rep.type == sc.FXP_EXTENDED_REPLY:
+        return "EXTREPLY %s" % rep.data.hex()
+    return "TYPE %d" % rep.type
+
+
+def sc_additions(s):
+    """Each addition once, well formed (ADDITIONS).  Every step is recorded
+    on both sides: OpenSSH must answer OP_UNSUPPORTED, ours s.expect."""
+    big = rnd(1, 1 << 20)
+
+    def check_reply(alg, digests):
+        return "EXTREPLY " + (string("check-file") + string(alg)
+                              + digests).hex()
+    h = s.h(s.c.open("big.bin", FXF_READ))
+    blocks = b"".join(hashlib.md5(big[o:o + 65536]).digest()
+                      for o in range(0, len(big), 65536))
+    steps = [
+        ("check-file-name", s.c.check_file_name("big.bin", "x,sha256"),
+         check_reply("sha256", hashlib.sha256(big).digest())),
+        ("check-file-handle", s.c.check_file_handle(h, "md5", 0, 0, 65536),
+         check_reply("md5", blocks)),
+        ("check-file", s.c.check_file_handle(h, "sha1", 10, 100,
+                                             name="check-file"),
+         check_reply("sha1", hashlib.sha1(big[10:110]).digest())),
+        ("copy-file", s.c.copy_file("f.txt", "f.copy", False), "STATUS OK"),
+        ("copy-file onto an existing file",
+         s.c.copy_file("f.txt", "big.bin", False), "STATUS FAILURE"),
+        ("space-available", s.c.space_available("."), None),
+        ("vendor-id", s.c.vendor_id("v", "p", "1", 1), "STATUS OK"),
+    ]
+    for name, rep, want in steps:
+        got = addition_reply(rep)
+        if want is None:    # space-available: 4 u64 and a u32
+            if rep.type == sc.FXP_EXTENDED_REPLY:
+                got = "EXTREPLY %d bytes" % len(rep.data)
+            want = "EXTREPLY 36 bytes"
+        s.record("+" + name, got)
+        s.expect["+" + name] = want
+    s.c.close_handle(h)
+
+
 NEW_ONLY = [("eof_drain", sc_eof_drain, False),
             ("copy_data_failure", sc_copy_data_failure, False),
             ("copy_data_same_file", sc_copy_data_same_file, False),
@@ -2373,6 +2431,38 @@ def udiff(a, b, name):
     return "\n".join("  " + x for x in d)
 
 
+def run_additions(ref, new, st, env, unpriv_prefix):
+    """The deliberate additions: OP_UNSUPPORTED from OpenSSH, answers from
+    ours; each addition also left out of VERSION and -Q comparisons."""
+    scn = Scenario(None, "additions", fx_basic, (), False, False, True,
+                   None, False, None)
+    res = {}
+    for side in ref, new:
+        s, _, _, ab = run_side(side, scn, env, unpriv_prefix,
+                               fn=sc_additions)
+        res[side.tag] = (s, ab)
+    bad = []
+    for tag, s_ab in res.items():
+        s, ab = s_ab
+        if ab:
+            bad.append("  %s aborted: %s" % (tag, ab))
+        for desc, got, _ in s.t:
+            if not desc.startswith("+"):
+                continue
+            want = ("STATUS OP_UNSUPPORTED" if tag == ref.tag
+                    else s.expect[desc])
+            if got != want:
+                bad.append("  %s %s\n    expected %s\n    got      %s" % (
+                    tag, desc, want[:200], got[:200]))
+    seen = {d for d, _, _ in res[new.tag][0].t if d.startswith("+")}
+    if len(seen) < len(ADDITIONS):
+        bad.append("  only %d of the additions were sent" % len(seen))
+    if bad:
+        st.fail("additions (OpenSSH: OP_UNSUPPORTED)", "\n".join(bad))
+    else:
+        st.ok("additions (OpenSSH: OP_UNSUPPORTED)")
+
+
 def run_options_only(ref, new, st, env, base):
     """Invocations that never serve a session: compare exit status and
     stdout; stderr after replacing each program's name."""
@@ -2397,7 +2487,14 @@ def run_options_only(ref, new, st, env, base):
                 err = b"".join(
                     x for x in p.stderr.replace(prog, b"<PROG>")
                     .splitlines(True) if not x.startswith(b"debug"))
-                res.append((p.returncode, p.stdout, err))
+                out = p.stdout
+                if side is new and args[0] == "-Q":
+                    # the additions come last, after OpenSSH's names
+                    lines = out.splitlines(True)
+                    tail = [x.strip().decode() for x in lines[-len(ADDITIONS):]]
+                    if tail == list(ADDITIONS):
+                        out = b"".join(lines[:-len(ADDITIONS)])
+                res.append((p.returncode, out, err))
             except subprocess.TimeoutExpired:
                 res.append(("timeout", b"", b""))
         what = "invocation %s" % " ".join(args)
@@ -2504,6 +2601,9 @@ def main():
                         udiff(fa, fb, "tree"))
             else:
                 st.ok("%s: file tree" % scn.name)
+            # -P/-p/-R refuse the additions too, and say so when VERSION
+            # leaves them out
+            lb = [x for x in lb if not ADDITION_REFUSAL.search(x)]
             if scn.log == "unordered":
                 # same lines, order free (see the scenario's comment)
                 la, lb = sorted(la), sorted(lb)
@@ -2532,6 +2632,8 @@ def main():
                         "\n  aborted: %s" % ab if ab else ""))
                 else:
                     st.ok(name + " (server only)")
+            if not opts.only or fnmatch.fnmatch("additions", opts.only):
+                run_additions(ref, new, st, env, unpriv_prefix)
         else:
             print("SKIP [%s] eof_drain*: OpenSSH drops queued requests at "
                   "stdin EOF; only checked for the server under test"

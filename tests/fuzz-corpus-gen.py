@@ -194,6 +194,42 @@ def corpus():
     s.ext("no-such-extension@example.com", b"payload")
     files["extensions"] = s.data
 
+    # Beyond OpenSSH (issue 12): checksums by name and by handle (whole,
+    # per block, ranges past the end, the reply cap, bad parameters),
+    # copy-file with and without overwrite, space-available, vendor-id
+    # (WinSCP's changes the checksum reply).
+    s = Stream()
+    s.req(FXP_OPEN, string("c") + u32(rw) + encode_attrs())
+    s.req(FXP_WRITE, handle(0) + u64(0) + string(pattern(70000, 5)))
+    s.ext("check-file-name", string("c") + string("sha256") + u64(0)
+          + u64(0) + u32(0))
+    s.ext("check-file-handle", handle(0) + string("x,md5,sha1") + u64(100)
+          + u64(5000) + u32(256))
+    s.ext("check-file", handle(0) + string("crc32") + u64(0) + u64(0)
+          + u32(1024))
+    s.ext("check-file-name", string("c") + string("sha512") + u64(69000)
+          + u64(1 << 40) + u32(256))
+    s.ext("check-file-name", string("c") + string("md5") + u64(1 << 63)
+          + u64(0) + u32(0))
+    s.ext("check-file-name", string("c") + string("sha384") + u64(0)
+          + u64(0) + u32(255))
+    s.ext("check-file-name", string(".") + string("sha224") + u64(0)
+          + u64(0) + u32(0))
+    s.ext("check-file-handle", handle(9) + string("md5") + u64(0) + u64(0)
+          + u32(0))
+    s.req(FXP_WRITE, handle(0) + u64(10) + string(b"changed"))
+    s.ext("copy-file", string("c") + string("c2") + b"\x00")
+    s.ext("copy-file", string("c") + string("c2") + b"\x00")
+    s.ext("copy-file", string("c") + string("c2") + b"\x01")
+    s.ext("copy-file", string("c") + string("c") + b"\x01")
+    s.ext("space-available", string("."))
+    s.ext("vendor-id", string("Martin Prikryl") + string("WinSCP")
+          + string("6.3") + u64(1))
+    s.ext("check-file-name", string("c2") + string("sha1") + u64(0)
+          + u64(0) + u32(0))
+    s.req(FXP_CLOSE, handle(0))
+    files["beyond-openssh"] = s.data
+
     # Bad handles and unknown types in between good requests.
     s = Stream()
     s.req(FXP_OPEN, string("b") + u32(w) + encode_attrs())

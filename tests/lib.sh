@@ -181,6 +181,30 @@ read_counts() {
 	fi
 }
 
+# run_passes SCRIPT [ARGS...]: run the Python test tests/SCRIPT once per
+# pass of setup_passes, with --server, --server-args, --label and --workdir
+# and then ARGS; show its output and add its counts to N_PASSED and
+# N_FAILED.  Exit status 77 from it skips the whole test.
+run_passes() {
+	local script=$1 i rc
+	shift
+	for i in "${!PASS_NAMES[@]}"; do
+		echo "=== pass ${PASS_NAMES[$i]}: $SERVER ${PASS_ARGS[$i]}"
+		rc=0
+		"$PYTHON3" "$TESTS_DIR/$script" --server "$SERVER" \
+			--server-args="${PASS_ARGS[$i]}" \
+			--label "${PASS_NAMES[$i]}" --workdir "$WORK" "$@" \
+			>"$WORK/out.$i" 2>&1 || rc=$?
+		cat "$WORK/out.$i"
+		if [ "$rc" = 77 ]; then
+			skip_all "$script could not run"
+		fi
+		read_counts "$WORK/out.$i" "$rc" "$script"
+		N_PASSED=$((N_PASSED + P))
+		N_FAILED=$((N_FAILED + F))
+	done
+}
+
 # setup_passes: PASS_NAMES[i] and PASS_ARGS[i] (a string of extra server
 # arguments) for each pass: the io_uring and plain back ends, and "copy",
 # io_uring with READ data copied (no splice) and no write merging, so the

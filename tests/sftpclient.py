@@ -743,6 +743,28 @@ class Client:
                 return names, rep
             names.append(rep)
 
+    # Beyond OpenSSH (issue 12): draft-ietf-secsh-filexfer-extensions-00
+    # and paramiko's check-file.
+    def check_file_name(self, path, algs, start=0, length=0, block=0, **kw):
+        return self.extended("check-file-name", string(path) + string(algs)
+                             + u64(start) + u64(length) + u32(block), **kw)
+
+    def check_file_handle(self, handle, algs, start=0, length=0, block=0,
+                          name="check-file-handle", **kw):
+        return self.extended(name, string(handle) + string(algs)
+                             + u64(start) + u64(length) + u32(block), **kw)
+
+    def copy_file(self, src, dst, overwrite, **kw):
+        return self.extended("copy-file", string(src) + string(dst)
+                             + u8(1 if overwrite else 0), **kw)
+
+    def space_available(self, path, **kw):
+        return self.extended("space-available", string(path), **kw)
+
+    def vendor_id(self, vendor, product, version, build, **kw):
+        return self.extended("vendor-id", string(vendor) + string(product)
+                             + string(version) + u64(build), **kw)
+
     def check_handle(self, rep, what=""):
         if rep.type != FXP_HANDLE:
             raise ProtocolError("%s: expected HANDLE, got %r" % (what, rep))

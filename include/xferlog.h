@@ -1,0 +1,27 @@
+/* --xferlog=FILE: one line per closed file in the wu-ftpd/ProFTPD xferlog
+ * format (or, with --xferlog-format=json, one JSON object per line). */
+#ifndef XFERLOG_H
+#define XFERLOG_H
+
+#include <stdint.h>
+#include <time.h>
+
+struct handle;
+
+enum xferlog_format { XFERLOG_XFERLOG = 0, XFERLOG_JSON };
+
+/* Open (create) path for appending, at start-up: a chroot or a confined
+ * session may not reach it later.  Logs an error and returns -1 when it
+ * cannot; the session then goes on without a transfer log. */
+int xferlog_open(const char *path, enum xferlog_format format);
+/* A monotonic time stamp for the start of a transfer. */
+void xferlog_now(struct timespec *t);
+/* One transfer of bytes to (direction 'i') or from ('o') path (relative
+ * paths are taken from the current directory), begun at start. */
+void xferlog_write(const char *path, uint64_t bytes,
+                   const struct timespec *start, char direction, int complete);
+/* A file handle is being closed: complete unless its last WRITE failed or
+ * the session is ending with it still open (forced). */
+void xferlog_handle_closed(const struct handle *h, int forced);
+
+#endif
