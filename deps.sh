@@ -5,6 +5,9 @@
 #   ./deps.sh                                   # install what is missing, build
 #   CONFIGURE_FLAGS=--enable-werror ./deps.sh   # flags passed to ./configure
 #
+# valgrind, clang and libclang-rt-14-dev are for the tests only: the leak
+# checks (tests/leaks.sh) and the libFuzzer target (tests/fuzz.sh).
+#
 # Safe to run again: installed packages are not touched, autoreconf runs only
 # when configure is missing or stale, and ./configure runs only when the tree
 # is not configured yet, or when CONFIGURE_FLAGS is set (even to "") and
@@ -19,6 +22,7 @@ PACKAGES=(
 	liburing-dev libbsd-dev check
 	openssh-client openssh-server openssh-sftp-server
 	python3 python3-paramiko lftp
+	valgrind clang libclang-rt-14-dev
 )
 
 say() { printf '==> %s\n' "$*"; }
