@@ -5,6 +5,9 @@
 #   ./deps.sh                                   # install what is missing, build
 #   CONFIGURE_FLAGS=--enable-werror ./deps.sh   # flags passed to ./configure
 #
+# valgrind, clang and libclang-rt-14-dev are for the tests only: the leak
+# checks (tests/leaks.sh) and the libFuzzer target (tests/fuzz.sh).
+#
 # Safe to run again: installed packages are not touched, autoreconf runs only
 # when configure is missing or stale, and ./configure runs only when the tree
 # is not configured yet, or when CONFIGURE_FLAGS is set (even to "") and
@@ -20,6 +23,7 @@ PACKAGES=(
 	openssh-client openssh-server openssh-sftp-server
 	python3 python3-paramiko lftp xfsprogs bc
 	mandoc debhelper gnuplot-nox
+	valgrind clang libclang-rt-14-dev
 )
 
 say() { printf '==> %s\n' "$*"; }

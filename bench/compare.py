@@ -1,9 +1,14 @@
 #!/usr/bin/python3
 """Compare uring-sftp-server with OpenSSH's sftp-server in one run.
 
-Every scenario runs R rounds; in each round every server runs once, the
-order alternating (A B A B, then B A B A), so drift hits all alike. The table
-gives medians and ours/OpenSSH ratios; every transfer's data is verified.
+Every scenario runs R rounds; in each round every server runs once. The
+order rotates: round r starts with server r mod n and goes on in list
+order, so each server takes each place equally often (OpenSSH and ours
+alone: A B, B A, A B, ...; with a third server C: A B C, B C A, C A B),
+and drift hits all alike. The table gives medians and ours/OpenSSH ratios
+with the lowest and highest per-round ratio; every transfer's data is
+verified. bench/out/readme-table.md has the README's table, each ratio
+with its per-round spread.
 See bench/README.md. Standard library only.
 
 Environment (sizes take K, M or G):
@@ -503,8 +508,9 @@ def run_scenario(sc, srv, pin, results):
         results[s[0]] = {"rate": [], "cpu": [], "error": None,
                          "skip": sc.skip.get(s[0])}
     for rnd in range(Cfg.rounds):
-        order = srv if rnd % 2 == 0 else list(reversed(srv))
-        for key, label, cmd in order:
+        # rotated: every server in every place equally often (see the top)
+        k = rnd % len(srv)
+        for key, label, cmd in srv[k:] + srv[:k]:
             res = results[key]
             if res["error"] or res["skip"]:
                 continue
@@ -588,6 +594,37 @@ def table(rows, srv, title):
 
 def round_ratios(o, u):
     return [b / a for a, b in zip(o, u) if a]
+
+
+def spread_cell(o, u):
+    """A README cell: ratio of the medians, then the lowest and highest
+    per-round ratio in parentheses."""
+    r = ratio(med(u), med(o))
+    rr = round_ratios(o, u)
+    if r is None:
+        return ""
+    if len(rr) < 2:
+        return fmt_ratio(r)
+    return "%.2f (%.2f-%.2f)" % (r, min(rr), max(rr))
+
+
+def readme_table(unpinned, pinned):
+    """The README's benchmark table: ratio and CPU ratio, unpinned and
+    pinned, each with its per-round spread."""
+    lines = ["| scenario | ratio | CPU ratio | pinned ratio | "
+             "pinned CPU ratio |", "|---|---:|---:|---:|---:|"]
+    pin = {sc.name: res for sc, res in pinned}
+    for sc, res in unpinned:
+        cells = [sc.title]
+        for r in (res, pin.get(sc.name)):
+            for m in ("rate", "cpu"):
+                cells.append(spread_cell(r["openssh"][m], r["ours"][m])
+                             if r else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Each cell: ours/OpenSSH of the medians, then (lowest-"
+                 "highest) of the per-round ratios.")
+    return lines
 
 
 def per_round(rows, title):
@@ -764,7 +801,8 @@ def bench(w):
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     head = [
         "## Benchmark: %s (%s)" % (now, git_rev()), "",
-        "%d rounds, servers alternating A B A B; medians. %d CPUs, Linux %s. "
+        "%d rounds, server order rotated each round (A B, B A, ...); "
+        "medians. %d CPUs, Linux %s. "
         "Page cache %s before the cold scenarios." % (
             Cfg.rounds, os.cpu_count() or 0, os.uname().release,
             "dropped" if cold else "NOT dropped (warm)"), "",
@@ -783,6 +821,8 @@ def bench(w):
     print(text)
     with open(os.path.join(Cfg.out, "results.md"), "w") as f:
         f.write(text)
+    with open(os.path.join(Cfg.out, "readme-table.md"), "w") as f:
+        f.write("\n".join(readme_table(unpinned, pinned)) + "\n")
     raw = {"unpinned": {sc.name: r for sc, r in unpinned},
            "pinned": {sc.name: r for sc, r in pinned},
            "servers": {k: cmd for k, _, cmd in srv}, "cold": cold,

@@ -47,10 +47,35 @@ START_TEST(test_full_buffer_gives_no_room)
 }
 END_TEST
 
+/* The held bytes of a request: where they are, and the pattern position
+ * of their first byte. */
+struct held {
+	struct input_chunk *ref;
+	const uint8_t *p;
+	size_t len;
+	unsigned first;
+};
+
+/* Every held range still holds its bytes. */
+static void check_held(const struct held *h, unsigned n)
+{
+	unsigned k;
+	size_t i;
+
+	for (k = 0; k < n; k++) {
+		for (i = 0; i < h[k].len; i++)
+			if (h[k].p[i] != (uint8_t)(h[k].first + i))
+				break;
+		ck_assert_msg(i == h[k].len,
+		              "held range %u was overwritten at byte %zu", k,
+		              i);
+	}
+}
+
 START_TEST(test_bytes_survive_chunk_switches)
 {
-	struct input_chunk *refs[64];
-	unsigned pos = 0, expect = 0, nrefs = 0;
+	struct held held[3];
+	unsigned pos = 0, expect = 0, nheld = 0, checked = 0;
 	const uint8_t *p;
 	size_t len, take, i;
 	int round;
@@ -60,23 +85,29 @@ START_TEST(test_bytes_survive_chunk_switches)
 	for (round = 0; round < 2000; round++) {
 		feed(1 + (size_t)rand() % CHUNK, 1 + (size_t)rand() % 512,
 		     &pos);
+		/* The held bytes stay put while others arrive. */
+		check_held(held, nheld);
+		checked += nheld;
 		p = input_data(&len);
 		take = len ? (size_t)rand() % (len + 1) : 0;
 		for (i = 0; i < take && p[i] == (uint8_t)(expect + i); i++)
 			;
 		ck_assert_uint_eq(i, take);
-		expect += (unsigned)take;
-		if (take > 0 && nrefs < 3 && rand() % 2) {
-			input_take(take, &refs[nrefs++]);
-			/* The held bytes stay put while others arrive. */
+		if (take > 0 && nheld < 3 && rand() % 2) {
+			held[nheld].p = p;
+			held[nheld].len = take;
+			held[nheld].first = expect;
+			input_take(take, &held[nheld++].ref);
 		} else {
 			input_take(take, NULL);
 		}
-		if (nrefs > 0 && rand() % 3 == 0)
-			input_chunk_put(refs[--nrefs]);
+		expect += (unsigned)take;
+		if (nheld > 0 && rand() % 3 == 0)
+			input_chunk_put(held[--nheld].ref);
 	}
-	while (nrefs > 0)
-		input_chunk_put(refs[--nrefs]);
+	ck_assert_uint_gt(checked, 1000);
+	while (nheld > 0)
+		input_chunk_put(held[--nheld].ref);
 }
 END_TEST
 

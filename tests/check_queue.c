@@ -26,6 +26,8 @@
 #define MAX_REQUESTS 16
 #define FILE_SPAN 65536
 #define NUM_REQUESTS 400
+/* The largest reply: DATA of the longest READ (make_read). */
+#define MAX_REPLY (13 + 16384)
 
 /* ---- the fake back end ---- */
 
@@ -335,6 +337,12 @@ static void drain_output(uint32_t *next_id, struct expected *exp)
 		queue_output_consumed(total);
 }
 
+/* The queue's limits for run_seed, and how often it drains the output
+ * (every turn, or one turn in drain_every, so replies pile up). */
+static struct queue_limits limits;
+static unsigned drain_every = 1;
+static unsigned byte_bound_reached; /* turns with no room for that reason */
+
 static void run_seed(unsigned seed)
 {
 	static uint8_t packets[NUM_REQUESTS][8192 + 64];
@@ -369,8 +377,18 @@ static void run_seed(unsigned seed)
 			admitted++;
 		}
 		ck_assert_uint_le(queue_count(), MAX_REQUESTS);
+		/* Replies waiting: admission stops at the byte bound, so it is
+		 * passed by at most the requests already admitted. */
+		ck_assert_uint_le(queue_output_bytes(),
+		                  limits.max_reply_bytes +
+		                      (size_t)MAX_REQUESTS * MAX_REPLY);
+		if (queue_output_bytes() >= limits.max_reply_bytes) {
+			ck_assert(!queue_has_room());
+			byte_bound_reached++;
+		}
 		queue_dispatch(rand() % 2);
-		drain_output(&replied, exp);
+		if ((unsigned)rand() % drain_every == 0)
+			drain_output(&replied, exp);
 		if (backend->reap(done, 1, 0) == 1)
 			done[0]->done(done[0]);
 		/* No request waits forever: a bound on the turns. */
@@ -382,7 +400,6 @@ static void run_seed(unsigned seed)
 
 START_TEST(test_random_completion_order)
 {
-	struct queue_limits lim = {MAX_REQUESTS, 1 << 20};
 	char path[] = "/tmp/check_queue.XXXXXX";
 	int fd1, fd2;
 	unsigned seed;
@@ -393,7 +410,9 @@ START_TEST(test_random_completion_order)
 	log_init("check_queue", LOG_LEVEL_QUIET, 0, 1);
 	backend = &fake_backend;
 	backend->init(FAKE_DEPTH);
-	queue_init(&lim);
+	limits.max_requests = MAX_REQUESTS;
+	limits.max_reply_bytes = 1 << 20;
+	queue_init(&limits);
 	ck_assert_int_ge(fd1 = mkstemp(path), 0);
 	ck_assert_int_ge(fd2 = open(path, O_RDWR), 0);
 	unlink(path);
@@ -413,6 +432,15 @@ START_TEST(test_random_completion_order)
 	ck_assert_uint_gt(merged_writes, 200);
 	ck_assert_uint_gt(check_files, 1000);
 	coalesce_init(0);
+	/* Again with a client that seldom reads and a small byte bound on
+	 * replies waiting, which admission must then respect. */
+	limits.max_reply_bytes = 3 * MAX_REPLY;
+	queue_init(&limits);
+	drain_every = 8;
+	for (seed = 1; seed <= 100; seed++)
+		run_seed(2000 + seed);
+	ck_assert_uint_gt(byte_bound_reached, 100);
+	drain_every = 1;
 	handle_close(handles[0]);
 	handle_close(handles[1]);
 }

@@ -27,8 +27,13 @@ gives it) and misbehaves:
   idle-pipes      splice pipes kept after a download are closed after a
                   second of idleness
   read-flood      2048 outstanding 32 KiB READs while the client reads no
-                  reply for a few seconds: server RSS under 64 MiB, then
+                  reply for a few seconds: the replies the server holds
+                  (in its splice pipes, by FIONREAD, or in its memory)
+                  are at most the queue depth's 64 replies; RSS under 10 MiB when splicing; then
                   every request answered once, in order, with the right data
+  read-flood-big  the same with 256 READs of 255 KiB: the 8 MiB bound on
+                  replies waiting is reached, and passed by at most the
+                  replies of the requests in flight
   write-flood     the same with 2048 32 KiB WRITEs; the file then holds
                   exactly the data
   read-write-flood  a READ, then the WRITE flood, the client not reading
@@ -90,6 +95,12 @@ MAX_READ = MAX_PACKET - 1024
 FLOOD_COUNT = 2048
 FLOOD_CHUNK = 32 * KIB
 RSS_LIMIT = 64 * MIB
+# The README's bounds: replies waiting for stdout (admission stops there;
+# requests already admitted, at most the queue depth, may still add
+# theirs), and the RSS of a splicing server while they wait.
+REPLY_BOUND = 8 * MIB
+QUEUE_DEPTH = 64
+RSS_SPLICING = 10 * MIB
 PAUSE = 3.0
 
 ARGS = None
@@ -149,6 +160,36 @@ def rss_of(pid):
     except OSError:
         pass
     return 0
+
+
+def pipe_bytes_held(pid):
+    """Bytes waiting in the server's own pipes (its splice pipes; not
+    stdin or stdout): each pipe opened again through /proc/PID/fd, its
+    FIONREAD counted once."""
+    skip, seen, total = set(), set(), 0
+    for fd in (0, 1):
+        try:
+            skip.add(os.readlink("/proc/%d/fd/%d" % (pid, fd)))
+        except OSError:
+            pass
+    for name in os.listdir("/proc/%d/fd" % pid):
+        path = "/proc/%d/fd/%s" % (pid, name)
+        try:
+            target = os.readlink(path)
+        except OSError:
+            continue
+        if not target.startswith("pipe:") or target in skip \
+                or target in seen:
+            continue
+        seen.add(target)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            buf = array.array("i", [0])
+            fcntl.ioctl(fd, termios.FIONREAD, buf)
+            total += buf[0]
+        finally:
+            os.close(fd)
+    return total
 
 
 class RssSampler:
@@ -644,38 +685,79 @@ def flood_writes(h, data, count=FLOOD_COUNT):
                     for i in range(count))
 
 
-def check_read_flood():
+def read_flood(size, count, least, most):
+    """count READs of size bytes sent while the client reads nothing for
+    a few seconds: what the server then holds (spliced replies in its
+    pipes, copied ones, with --no-splice, in its memory, seen as RSS
+    growth) must be at least least (else the check tests nothing) and at
+    most most; a splicing server's RSS stays under RSS_SPLICING.  Then
+    every reply, in order, with the right data."""
     path, data = flood_file()
     rss_limit = RSS_LIMIT * (8 if is_sanitized() else 1)
     with start(os.path.dirname(path), timeout=60) as c:
         c.init()
         h = c.check_handle(c.open(path, FXF_READ))
         reqs = b"".join(req(FXP_READ, 1000 + i, string(h)
-                            + u64(i * FLOOD_CHUNK) + u32(FLOOD_CHUNK))
-                        for i in range(FLOOD_COUNT))
+                            + u64(i * size) + u32(size))
+                        for i in range(count))
+        base_rss = rss_of(c.proc.pid)
         sampler = RssSampler(c.proc.pid)
         write_noread(c, reqs, 30)
         time.sleep(PAUSE)
         require(c.proc.poll() is None, "server died while the client "
                 "was not reading")
         paused_peak = sampler.peak
+        held_pipes = pipe_bytes_held(c.proc.pid)
+        held_mem = max(rss_of(c.proc.pid) - base_rss, 0)
         t0 = time.monotonic()
-        for i in range(FLOOD_COUNT):
+        for i in range(count):
             rep = c.recv(30)
             require(rep.id == 1000 + i, "reply %d has id %s (%r)"
                     % (i, rep.id, rep))
             require(rep.type == FXP_DATA, "reply %d: %r" % (i, rep))
-            require(rep.data == data[i * FLOOD_CHUNK:(i + 1) * FLOOD_CHUNK],
+            require(rep.data == data[i * size:(i + 1) * size],
                     "reply %d: wrong data" % i)
         elapsed = time.monotonic() - t0
         peak = sampler.done()
         c.check_ok(c.close_handle(h), "close")
         require_exit(c, 0)
-    log("RSS peak %.1f MiB (%.1f MiB while the client was not reading), "
-        "replies drained in %.2f s" % (peak / MIB, paused_peak / MIB,
-                                       elapsed))
+    log("RSS peak %.1f MiB (%.1f MiB while the client was not reading, "
+        "%.1f MiB more than before the flood); %.2f MiB of replies in the "
+        "splice pipes; replies drained in %.2f s"
+        % (peak / MIB, paused_peak / MIB, held_mem / MIB, held_pipes / MIB,
+           elapsed))
     require(peak < rss_limit, "server RSS reached %.1f MiB (limit %d MiB)"
             % (peak / MIB, rss_limit // MIB))
+    splicing = "--no-splice" not in ARGS.server_args
+    held = held_pipes if splicing else held_mem
+    if not splicing:
+        # RSS growth: the allocator's rounding and bookkeeping; ASan's
+        # redzones and quarantine (freed memory kept a while) more so.
+        most = most * (2 if is_sanitized() else 1) + MIB
+    require(held >= least, "only %.2f MiB of replies held while the client "
+            "was not reading, expected %.2f MiB or more: the check tests "
+            "nothing" % (held / MIB, least / MIB))
+    require(held <= most, "%.2f MiB of replies held, more than %.2f MiB"
+            % (held / MIB, most / MIB))
+    if splicing and not is_sanitized():
+        require(paused_peak < RSS_SPLICING, "server RSS reached %.1f MiB "
+                "while the client was not reading (limit %d MiB)"
+                % (paused_peak / MIB, RSS_SPLICING // MIB))
+
+
+def check_read_flood():
+    """32 KiB READs: the queue depth is the bound (64 replies, 2 MiB)."""
+    reply = FLOOD_CHUNK + 13
+    read_flood(FLOOD_CHUNK, FLOOD_COUNT, MIB, QUEUE_DEPTH * reply)
+
+
+def check_read_flood_big():
+    """255 KiB READs: 64 of them are more than 8 MiB, so the byte bound on
+    replies waiting is what stops admission; the requests in flight when
+    it is reached may still add theirs."""
+    reply = MAX_READ + 13
+    read_flood(MAX_READ, 256, REPLY_BOUND - reply,
+               REPLY_BOUND + QUEUE_DEPTH * reply)
 
 
 def check_write_flood():
@@ -1074,6 +1156,7 @@ CHECKS = [
     ("handles-many", check_handles_many),
     ("idle-pipes", check_idle_pipes_closed),
     ("read-flood", check_read_flood),
+    ("read-flood-big", check_read_flood_big),
     ("write-flood", check_write_flood),
     ("read-write-flood", check_read_write_flood),
     ("eager-writer", check_eager_writer),

@@ -68,6 +68,25 @@ stop_sshd() {
 	SSHD_PID=
 }
 
+# sshd_stops: stop sshd; true only if it was running, its process is gone
+# and nothing accepts on its port any more.
+sshd_stops() {
+	local pid=$SSHD_PID
+	if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+		echo "  sshd was not running"
+		return 1
+	fi
+	stop_sshd
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "  sshd $pid still runs"
+		return 1
+	fi
+	if wait_port "$PORT" 0.5; then
+		echo "  127.0.0.1:$PORT still accepts connections"
+		return 1
+	fi
+}
+
 # run_sftp NAME BATCH: stdout in $P/NAME.out, stderr in $P/NAME.log.
 run_sftp() {
 	local rc=0
@@ -275,7 +294,7 @@ for i in "${!PASS_NAMES[@]}"; do
 			sed 's/^/    /' "$P/paramiko.log" | grep -v '^    ok' | tail -n 30
 		fi
 	else
-		note "paramiko is not installed for $PYTHON3 (python3-paramiko): skipped"
+		skip_part "paramiko is not installed for $PYTHON3 (python3-paramiko)"
 	fi
 
 	# ---------------------------------------------------- lftp
@@ -295,11 +314,10 @@ for i in "${!PASS_NAMES[@]}"; do
 		check "[$PASS] lftp mv/chmod" test "$(stat -c %a "$R/lftp-moved")" = 640
 		check "[$PASS] lftp rm" test ! -e "$R/lftp-empty"
 	else
-		note "lftp is not installed: skipped"
+		skip_part "lftp is not installed"
 	fi
 
-	stop_sshd
-	check "[$PASS] sshd stopped" test -z "$SSHD_PID"
+	check "[$PASS] sshd stopped (its pid gone, its port closed)" sshd_stops
 	rm -rf "$P"
 done
 finish
