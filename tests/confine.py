@@ -586,7 +586,8 @@ def swapper(jail, stop_path):
 
 def check_race(t):
     """A second process swaps a directory for a symlink out while the
-    client works through it: no answer may come from outside.  (It cannot
+    client works through it: no answer may come from outside, nor
+    depend on what exists there.  (It cannot
     fail when the server is right; it finds a racy server quickly.)"""
     os.makedirs(os.path.join(t.jail, "flip_dir"))
     Tree.write(os.path.join(t.jail, "flip_dir", "f"), b"x")
@@ -597,6 +598,10 @@ def check_race(t):
         os.lchown(os.path.join(t.jail, n), RUN_UID, RUN_GID)
     os.chmod(os.path.join(t.out, "odir", "f"), 0o600)
     os.lchown(os.path.join(t.out, "odir", "f"), RUN_UID, RUN_GID)
+    # Names that exist outside only: a call that went there would say
+    # so (EEXIST), where the walk again from the directory cannot.
+    for i in range(RACE_ROUNDS):
+        os.mkdir(os.path.join(t.out, "odir", "g%d" % i))
     before = t.snapshot()
     stop = t.base + "-stop-swapping"  # not in base: its mtime is watched
     pid = os.fork()
@@ -609,7 +614,7 @@ def check_race(t):
     c = confined(t)
     leaks = []
     try:
-        for _ in range(RACE_ROUNDS):
+        for i in range(RACE_ROUNDS):
             rep = c.stat("flip/f")
             if rep.type == sc.FXP_ATTRS and rep.attrs.get("size") != 1:
                 leaks.append(("stat", rep))
@@ -621,6 +626,15 @@ def check_race(t):
                     leaks.append(("open", data))
             c.setstat("flip/f", {"perm": 0o644})
             c.setstat("flip/f", {"size": 1})
+            # Landlock refuses these outside, but the kernel looks the
+            # names up first: the answer must not tell whether they
+            # exist there (EEXIST, or EXDEV from Landlock, are FAILURE).
+            rep = c.mkdir("flip/g%d" % i)
+            if rep.is_status(sc.FX_FAILURE):
+                leaks.append(("mkdir", rep))
+            rep = c.hardlink("flip/f", "hl%d" % i)
+            if rep.is_status(sc.FX_FAILURE):
+                leaks.append(("hardlink", rep))
     finally:
         open(stop, "w").close()
         os.waitpid(pid, 0)
@@ -756,6 +770,45 @@ def check_start_refusals(base):
               "refuses to start: %s (exit %r, log %r)" % (what, rc, log))
 
 
+def check_no_passwd_entry(base):
+    """A user with no passwd entry (sshd allows one, e.g. from another
+    NSS source the server cannot read) is confined like any other."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: a user without a passwd entry not tried")
+        return
+    uid = 54321
+    while True:
+        try:
+            pwd.getpwuid(uid)
+            uid += 1
+        except KeyError:
+            break
+    os.makedirs(base)
+    os.chown(base, uid, uid)
+
+    def drop():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    argv = ([ARGS.server] + shlex.split(ARGS.server_args)
+            + ["-e", "-d", base, "--confine"])
+    c = sc.Client(argv, cwd="/", preexec_fn=drop, timeout=20, env=ENV)
+    try:
+        try:
+            c.init()
+            rep = c.realpath(".")
+            c.close_stdin()
+        except sc.SFTPError as e:
+            rep = e
+        rc = c.wait()
+    finally:
+        c.close()
+    check(isinstance(rep, sc.Reply) and rep.type == sc.FXP_NAME and
+          rep.names[0][0] == os.path.realpath(base).encode() and rc == 0,
+          "uid %d without a passwd entry: confined session works (%r, "
+          "exit %r)" % (uid, rep, rc))
+
+
 def check_no_landlock(base, no_landlock):
     """Landlock missing (really, or denied by seccomp): exit 1, a clear
     line, and no request answered."""
@@ -842,6 +895,7 @@ def main():
     else:
         print("NOTE: no seccomp helper: refusal without Landlock not tried")
     check_start_refusals(os.path.join(ARGS.workdir, "start"))
+    check_no_passwd_entry(os.path.join(ARGS.workdir, "nopasswd"))
     if ARGS.probe:
         check_probe(os.path.join(ARGS.workdir, "probe"))
     else:
