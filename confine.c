@@ -515,6 +515,120 @@ int confine_open(const char *resolved, int flags, mode_t mode)
 	return fd;
 }
 
+/* ---- calls Landlock governs ------------------------------------------ */
+
+/* Where such a call acts: the directory holding the last component (see
+ * confine_parent) and that component; for DIR itself, its path: nothing
+ * inside can swap DIR, and the kernel answers for it as without
+ * --confine (Landlock refuses removing or renaming it).  Landlock would
+ * refuse these calls outside anyway, but the kernel looks a name up
+ * before it asks Landlock: going by the path again after a raced swap
+ * would tell the client whether a name exists outside (ENOENT, EEXIST,
+ * EACCES). */
+struct at {
+	int dir;
+	const char *name;
+	char leaf[NAME_MAX + 1];
+};
+
+static int at_get(const char *resolved, struct at *at)
+{
+	if (strcmp(resolved, root) == 0) {
+		at->dir = AT_FDCWD;
+		at->name = resolved;
+		return 0;
+	}
+	at->dir = confine_parent(resolved, at->leaf);
+	if (at->dir < 0) {
+		errno = -at->dir;
+		return -1;
+	}
+	at->name = at->leaf;
+	return 0;
+}
+
+static int at_done(struct at *at, int rc)
+{
+	if (at->dir >= 0)
+		close_keeping_errno(at->dir);
+	return rc;
+}
+
+/* rename(2) or, with link_it, link(2) from one such name to another. */
+static int at_pair(const char *from, const char *to, int link_it)
+{
+	struct at a, b;
+	int rc;
+
+	if (at_get(from, &a) != 0)
+		return -1;
+	if (at_get(to, &b) != 0)
+		return at_done(&a, -1);
+	rc = link_it ? linkat(a.dir, a.name, b.dir, b.name, 0)
+	             : renameat(a.dir, a.name, b.dir, b.name);
+	return at_done(&a, at_done(&b, rc));
+}
+
+enum at_call { CALL_UNLINK, CALL_RMDIR, CALL_MKDIR, CALL_SYMLINK };
+
+/* One of those calls on one such name (mode: mkdir's, target: symlink's). */
+static int at_one(const char *path, enum at_call call, mode_t mode,
+                  const char *target)
+{
+	struct at a;
+	int rc = -1;
+
+	if (at_get(path, &a) != 0)
+		return -1;
+	switch (call) {
+	case CALL_UNLINK:
+		rc = unlinkat(a.dir, a.name, 0);
+		break;
+	case CALL_RMDIR:
+		rc = unlinkat(a.dir, a.name, AT_REMOVEDIR);
+		break;
+	case CALL_MKDIR:
+		rc = mkdirat(a.dir, a.name, mode);
+		break;
+	case CALL_SYMLINK:
+		rc = symlinkat(target, a.dir, a.name);
+		break;
+	}
+	return at_done(&a, rc);
+}
+
+int confine_unlink(const char *path)
+{
+	return active ? at_one(path, CALL_UNLINK, 0, NULL) : unlink(path);
+}
+
+int confine_rmdir(const char *path)
+{
+	return active ? at_one(path, CALL_RMDIR, 0, NULL) : rmdir(path);
+}
+
+int confine_mkdir(const char *path, mode_t mode)
+{
+	return active ? at_one(path, CALL_MKDIR, mode, NULL)
+	              : mkdir(path, mode);
+}
+
+int confine_symlink(const char *target, const char *path)
+{
+	return active ? at_one(path, CALL_SYMLINK, 0, target)
+	              : symlink(target, path);
+}
+
+int confine_rename(const char *from, const char *to)
+{
+	return active ? at_pair(from, to, 0) : rename(from, to);
+}
+
+int confine_link(const char *from, const char *to)
+{
+	return active ? at_pair(from, to, 1) : link(from, to);
+}
+
 /* ---- set-up ------------------------------------------------------- */
 
 /* An absolute DIR as configured is a second spelling of root, so that

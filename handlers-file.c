@@ -113,9 +113,11 @@ static DIR *opendir_by_name(const char *path)
 static int open_file(const char *name, int *flags, int mode)
 {
 	struct stat st;
-	int fd;
+	int fd, rc;
 
-	if (stat(name, &st) == 0 && S_ISFIFO(st.st_mode))
+	/* A confined name has no final link left to follow (see Races). */
+	rc = confine_active() ? confine_lstat(name, &st) : stat(name, &st);
+	if (rc == 0 && S_ISFIFO(st.st_mode))
 		*flags |= O_NONBLOCK;
 	fd = open_by_name(name, *flags, mode);
 	if (fd == -1 && errno == EMFILE) {
