@@ -682,15 +682,21 @@ def check_same_inside(base):
         reqs += [("stat", n), ("lstat", n), ("readlink", n),
                  ("statvfs", n), ("realpath-ok", n)]
     for n in names:
-        reqs += [("setstat", n, {"perm": 0o640}),
+        # Modes that keep the owner's search right: without it, every
+        # later request in the directory would be refused on both sides.
+        reqs += [("setstat", n, {"perm": 0o750}),
                  ("setstat", n, {"atime": 1000, "mtime": 1000}),
                  ("setstat", n, {"uid": RUN_UID, "gid": RUN_GID}),
-                 ("lsetstat", n, {"perm": 0o600}),
+                 ("lsetstat", n, {"perm": 0o700}),
                  ("lsetstat", n, {"atime": 1000, "mtime": 1000}),
                  ("lsetstat", n, {"uid": RUN_UID, "gid": RUN_GID}),
                  ("stat", n), ("lstat", n)]
     for n in names:
         reqs += [("setstat", n, {"size": 3}), ("stat", n)]
+    # EXCL without CREAT is no exclusive create: the kernel ignores it
+    # and follows a final link.
+    reqs += [("excl-read", "absin"), ("excl-read", "chainin1"),
+             ("excl-read", "danglingin")]
     reqs += [("excl", "danglingin"), ("excl", "fresh"), ("excl", "fresh"),
              ("mkdir", "sub/"), ("mkdir", "newd/"), ("remove", "newd"),
              ("remove", "chainin2"), ("stat", "chainin1"),
@@ -704,6 +710,10 @@ def check_same_inside(base):
                     rep = getattr(c, op)(n, r[2])
                 elif op == "excl":
                     rep = c.open(n, sc.FXF_WRITE | sc.FXF_CREAT | sc.FXF_EXCL)
+                    if rep.type == sc.FXP_HANDLE:
+                        c.close_handle(rep.handle)
+                elif op == "excl-read":
+                    rep = c.open(n, sc.FXF_READ | sc.FXF_EXCL)
                     if rep.type == sc.FXP_HANDLE:
                         c.close_handle(rep.handle)
                 elif op == "realpath-ok":
