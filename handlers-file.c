@@ -163,7 +163,7 @@ int process_open(struct request *req)
 	struct attrib a;
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
-	int flags, mode, fd, idx, rc;
+	int flags, mode, fd, idx, rc, use;
 
 	if (get_string(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -173,12 +173,13 @@ int process_open(struct request *req)
 		return HANDLER_PARSE_ERROR;
 	}
 	flags = flags_from_portable(pflags);
-	/* With O_EXCL the kernel follows no final symlink (an existing one
-	 * is EEXIST): neither does the resolution. */
-	if ((rc = confine_path(req, "process_open",
-	                       (flags & O_EXCL) ? PATH_NOFOLLOW
-	                                        : path_use_of(req, 0),
-	                       &name)) != 0)
+	/* With O_CREAT and O_EXCL the kernel follows no final symlink (an
+	 * existing one is EEXIST): neither does the resolution.  O_EXCL
+	 * alone changes nothing. */
+	use = (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)
+	          ? PATH_NOFOLLOW
+	          : path_use_of(req, 0);
+	if ((rc = confine_path(req, "process_open", use, &name)) != 0)
 		return rc;
 	debug3("request %u: open flags %d", req->id, pflags);
 	mode = (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? (int)a.perm : 0666;
