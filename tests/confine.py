@@ -701,6 +701,20 @@ def check_same_inside(base):
              ("mkdir", "sub/"), ("mkdir", "newd/"), ("remove", "newd"),
              ("remove", "chainin2"), ("stat", "chainin1"),
              ("rmdir", "newd/"), ("remove", "fresh")]
+    # Two-path requests, and the links RENAME makes and removes.
+    reqs += [("hardlink", "a.txt", "h1"), ("hardlink", "a.txt", "h1"),
+             ("hardlink", "nosuch", "h2"), ("hardlink", "sub", "h3"),
+             ("hardlink", "absin", "h5"), ("lstat", "h5"),
+             ("rename", "h1", "sub/h1"), ("rename", "a.txt", "sub/h1"),
+             ("rename", "h5", "h5/"), ("rename", "sub/h1", "nosuch/x"),
+             ("posix_rename", "sub/h1", "h4"), ("stat", "h4"),
+             ("rename", "h4", "a.txt"),
+             ("symlink", "a.txt", "s1"), ("symlink", "a.txt", "s1"),
+             ("symlink", "a.txt", "nosuch/s"), ("symlink", "x", "sub/"),
+             ("stat", "s1"), ("lstat", "s1"), ("remove", "s1/"),
+             ("rename", "s1", "s2"), ("remove", "s2"), ("remove", "h4"),
+             ("remove", "sub"), ("rmdir", "a.txt"), ("rmdir", "absin"),
+             ("mkdir", "absin"), ("mkdir", "nosuch/x")]
     try:
         for r in reqs:
             got = []
@@ -712,6 +726,9 @@ def check_same_inside(base):
                     rep = c.open(n, sc.FXF_WRITE | sc.FXF_CREAT | sc.FXF_EXCL)
                     if rep.type == sc.FXP_HANDLE:
                         c.close_handle(rep.handle)
+                elif op in ("hardlink", "rename", "posix_rename",
+                            "symlink"):
+                    rep = getattr(c, op)(n, r[2])
                 elif op == "excl-read":
                     rep = c.open(n, sc.FXF_READ | sc.FXF_EXCL)
                     if rep.type == sc.FXP_HANDLE:
