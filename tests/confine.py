@@ -570,18 +570,91 @@ def check_sftp_client(t):
 RACE_ROUNDS = 1500
 
 
-def swapper(jail, stop_path):
-    """Child: swap jail/flip between a real directory and a symlink out,
-    as fast as it can, until stop_path exists."""
+def swapper(jail, stop_path, names=("flip_dir", "flip_link"), flip="flip"):
+    """Child: swap jail/flip between a real directory (or file) and a
+    symlink out, as fast as it can, until stop_path exists."""
     os.chdir(jail)
     while not os.path.exists(stop_path):
-        for name in ("flip_dir", "flip_link"):
+        for name in names:
             try:
-                os.rename(name, "flip")
-                os.rename("flip", name)
+                os.rename(name, flip)
+                os.rename(flip, name)
             except OSError:
                 pass
     os._exit(0)
+
+
+def exchanger(directory, stop_path, a, b):
+    """Child: exchange directory/a and directory/b atomically
+    (renameat2 RENAME_EXCHANGE), so that a always exists, as fast as it
+    can, until stop_path exists."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    os.chdir(directory)
+    while not os.path.exists(stop_path):
+        for _ in range(100):
+            libc.renameat2(at_fdcwd, a.encode(), at_fdcwd, b.encode(),
+                           rename_exchange)
+    os._exit(0)
+
+
+def start_swapper(*args, fn=swapper):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            PREEXEC and PREEXEC()
+            fn(*args)
+        finally:
+            os._exit(1)
+    return pid
+
+
+def check_race_no_proc(t):
+    """Without /proc (and before fchmodat2), glibc cannot chmod a name
+    without following a final symlink: SETSTAT's mode must still not
+    follow a file swapped for a symlink out after it was looked at.  The
+    server runs in a mount namespace where /proc is an empty tmpfs."""
+    tools = [shutil.which(n) for n in ("unshare", "setpriv")]
+    if os.geteuid() != 0 or None in tools:
+        print("NOTE: not root or no unshare/setpriv: SETSTAT without /proc "
+              "not tried")
+        return
+    Tree.write(os.path.join(t.jail, "sub", "f"), b"x")
+    os.chmod(os.path.join(t.jail, "sub", "f"), 0o644)
+    os.symlink(os.path.join(t.out, "secret.txt"),
+               os.path.join(t.jail, "sub", "f_link"))
+    for n in ("f", "f_link"):
+        os.lchown(os.path.join(t.jail, "sub", n), RUN_UID, RUN_GID)
+    before = t.snapshot()
+    argv = ([tools[0], "-m", "--propagation", "private", "sh", "-c",
+             "mount -t tmpfs none /proc && exec %s --reuid=%d --regid=%d "
+             '--clear-groups "$@"' % (tools[1], RUN_UID, RUN_GID), "sh",
+             ARGS.server] + shlex.split(ARGS.server_args)
+            + ["-e", "-d", t.jail, "--confine"])
+    c = sc.Client(argv, cwd="/", timeout=20, env=ENV)
+    c.init()
+    ok(c.setstat("a.txt", {"perm": 0o640}), "no /proc: setstat mode inside")
+    check(stat.S_IMODE(os.stat(os.path.join(t.jail, "a.txt")).st_mode)
+          == 0o640, "no /proc: setstat mode took")
+    stop = t.base + "-stop-swapping"
+    pid = start_swapper(os.path.join(t.jail, "sub"), stop, "f", "f_link",
+                        fn=exchanger)
+    try:
+        # The window is two system calls apart: more rounds (a server
+        # that chmods by name after looking changed the outside in 0 to
+        # 12 of 5000 rounds here, depending on how the two processes
+        # share the CPUs).
+        for i in range(RACE_ROUNDS * 4):
+            c.setstat("sub/f", {"perm": 0o640 if i % 2 else 0o604})
+    finally:
+        open(stop, "w").close()
+        os.waitpid(pid, 0)
+        c.close()
+    after = t.snapshot()
+    changed = [k for k in set(before) | set(after)
+               if before.get(k) != after.get(k)]
+    check(not changed, "no /proc: raced setstat left the outside alone "
+          "(changed: %r)" % changed)
 
 
 def check_race(t):
@@ -604,13 +677,7 @@ def check_race(t):
         os.mkdir(os.path.join(t.out, "odir", "g%d" % i))
     before = t.snapshot()
     stop = t.base + "-stop-swapping"  # not in base: its mtime is watched
-    pid = os.fork()
-    if pid == 0:
-        try:
-            PREEXEC and PREEXEC()
-            swapper(t.jail, stop)
-        finally:
-            os._exit(1)
+    pid = start_swapper(t.jail, stop)
     c = confined(t)
     leaks = []
     try:
@@ -930,6 +997,8 @@ def main():
     one_pass(os.path.join(ARGS.workdir, "tree"))
     check_same_inside(os.path.join(ARGS.workdir, "same"))
     check_race(Tree(os.path.join(ARGS.workdir, "race"), RUN_UID, RUN_GID))
+    check_race_no_proc(Tree(os.path.join(ARGS.workdir, "noproc"), RUN_UID,
+                            RUN_GID))
     print("%d passed, %d failed" % (PASSED, FAILED))
     return 1 if FAILED else 0
 
