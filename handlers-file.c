@@ -615,22 +615,33 @@ static int truncate_at(int dir, const char *name, off_t size)
 
 /* chmod of a name in a directory, not following a final symlink.  Before
  * fchmodat2 (Linux 6.6, glibc 2.39) glibc does that through /proc and says
- * EOPNOTSUPP without it; then, for what is no symlink, the plain call. */
+ * EOPNOTSUPP without it.  Then the name is opened without following it
+ * (to read, or else to write) and changed through the descriptor: looking
+ * first and then calling fchmodat would follow a symlink swapped in
+ * meanwhile, out of --confine's directory (chmod is no Landlock right).
+ * What can be neither read nor written keeps its mode there. */
 static int chmod_at(int dir, const char *name, mode_t mode)
 {
-	struct stat st;
+	const int how = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	int fd, rc, err;
 
 	if (fchmodat(dir, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	if (errno != EOPNOTSUPP)
 		return -1;
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return -1;
-	if (S_ISLNK(st.st_mode)) {
-		errno = EOPNOTSUPP;
+	fd = openat(dir, name, O_RDONLY | how);
+	if (fd == -1 && errno == EACCES)
+		fd = openat(dir, name, O_WRONLY | how);
+	if (fd == -1) {
+		if (errno == ELOOP)
+			errno = EOPNOTSUPP; /* a symlink, as glibc says */
 		return -1;
 	}
-	return fchmodat(dir, name, mode, 0);
+	rc = fchmod(fd, mode);
+	err = errno;
+	close(fd);
+	errno = err;
+	return rc;
 }
 
 static int set_size(const struct set_target *tg, uint64_t size)
