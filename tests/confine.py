@@ -409,6 +409,23 @@ def check_copy(c, t):
         print("NOTE: check-file-name not offered by this build: not tried")
 
 
+def check_costly_paths(c, t):
+    """'..' is resolved by opening the parent again from the directory, as
+    many opens as the path is deep: a path that goes down 800 levels and
+    back up one at a time would cost 320000 opens (most of a second of
+    CPU per request).  More than the resolver's budget is ELOOP."""
+    d = os.path.join(t.jail, "deep")
+    os.makedirs(os.path.join(d, *(["d"] * 800)))
+    for root, dirs, _ in os.walk(d):
+        for n in [root] + [os.path.join(root, x) for x in dirs]:
+            os.lchown(n, RUN_UID, RUN_GID)
+    rep = c.stat("deep/" + "d/" * 800 + "../" * 800 + ".")
+    refused(rep, "a path of 800 levels down and back up", sc.FX_NO_SUCH_FILE)
+    rep = c.stat("deep/" + "d/" * 800 + "../" * 4)
+    check(rep.type == sc.FXP_ATTRS, "800 levels down, 4 up: %r" % rep)
+    shutil.rmtree(d)
+
+
 def check_inside(c, t):
     """Ordinary work inside keeps working."""
     data = os.urandom(3 * 1024 * 1024 + 12345)
@@ -837,7 +854,7 @@ def one_pass(base):
     try:
         for fn in (check_names, check_escapes, check_links_out,
                    check_rename_link, check_client_symlinks, check_proc_fds,
-                   check_copy, check_inside):
+                   check_copy, check_costly_paths, check_inside):
             if ARGS.verbose:
                 print("-- " + fn.__name__)
             fn(c, t)
