@@ -72,6 +72,13 @@ struct ll_ruleset_attr {
  * realpath allows fewer, REALPATH_LINKS_ALLOWED). */
 #define LINKS_ALLOWED 40
 
+/* Each ".." opens the parent again from DIR, as many opens as it is deep:
+ * a path that goes deep and comes back one level at a time costs the
+ * square of its length (800 levels: 320000 opens, most of a second of CPU
+ * per request).  A resolution that needs more opens than this is ELOOP;
+ * ordinary paths need a few dozen. */
+#define WALK_OPENS_ALLOWED 32768
+
 static int active;
 static int root_fd = -1;         /* O_PATH descriptor of the directory */
 static char root[PATH_MAX];      /* its canonical path */
@@ -112,6 +119,7 @@ struct walk {
 	size_t len;
 	int fd;
 	int not_dir;
+	unsigned long opens; /* directory opens so far */
 };
 
 static void walk_close(struct walk *w)
@@ -123,8 +131,8 @@ static void walk_close(struct walk *w)
 
 /* Open the directory root + rel (canonical, no symlinks), one component at
  * a time and refusing symlinks, so that a component replaced by a symlink
- * since we looked cannot lead anywhere. */
-static int open_beneath(const char *rel)
+ * since we looked cannot lead anywhere.  Counts the opens in *opens. */
+static int open_beneath(const char *rel, unsigned long *opens)
 {
 	char buf[PATH_MAX], *name, *save = NULL;
 	int fd = root_fd, next;
@@ -132,6 +140,7 @@ static int open_beneath(const char *rel)
 	strlcpy(buf, rel, sizeof(buf));
 	for (name = strtok_r(buf, "/", &save); name != NULL;
 	     name = strtok_r(NULL, "/", &save)) {
+		(*opens)++;
 		next = openat(fd, name,
 		              O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (fd != root_fd)
@@ -148,7 +157,7 @@ static int walk_start(struct walk *w, const char *from)
 	w->fd = -1;
 	w->not_dir = 0;
 	w->len = strlcpy(w->path, from, sizeof(w->path));
-	w->fd = open_beneath(from + root_len);
+	w->fd = open_beneath(from + root_len, &w->opens);
 	return w->fd < 0 ? w->fd : 0;
 }
 
@@ -183,7 +192,7 @@ static int walk_up(struct walk *w)
 		return 0;
 	}
 	walk_close(w);
-	w->fd = open_beneath(w->path + root_len);
+	w->fd = open_beneath(w->path + root_len, &w->opens);
 	return w->fd < 0 ? w->fd : 0;
 }
 
@@ -291,6 +300,7 @@ static int walk_component(struct walk *w, const char *name, int last,
 		*done = 1;
 		return walk_append(w, name);
 	}
+	w->opens++;
 	fd = openat(w->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT && last) {
@@ -357,6 +367,8 @@ static int walk(struct walk *w, const char *client, int flags)
 	}
 
 	while (rest[pos] != '\0') {
+		if (w->opens > WALK_OPENS_ALLOWED)
+			return -ELOOP;
 		n = strcspn(rest + pos, "/");
 		if (n > NAME_MAX)
 			return -ENAMETOOLONG;
@@ -432,6 +444,7 @@ int confine_parent(const char *resolved, char *leaf)
 	char parent[PATH_MAX];
 	const char *rel = resolved + root_len, *name;
 	const char *slash;
+	unsigned long opens = 0;
 	int fd;
 
 	if (!active || !beneath_root(resolved))
@@ -447,7 +460,7 @@ int confine_parent(const char *resolved, char *leaf)
 	strlcpy(leaf, name, NAME_MAX + 1);
 	snprintf(parent, sizeof(parent), "%.*s",
 	         slash != NULL ? (int)(slash - rel) : 0, rel);
-	fd = open_beneath(parent);
+	fd = open_beneath(parent, &opens);
 	if (fd == root_fd &&
 	    (fd = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -errno;
