@@ -72,6 +72,13 @@ struct ll_ruleset_attr {
  * realpath allows fewer, REALPATH_LINKS_ALLOWED). */
 #define LINKS_ALLOWED 40
 
+/* Each ".." opens the parent again from DIR, as many opens as it is deep:
+ * a path that goes deep and comes back one level at a time costs the
+ * square of its length (800 levels: 320000 opens, most of a second of CPU
+ * per request).  A resolution that needs more opens than this is ELOOP;
+ * ordinary paths need a few dozen. */
+#define WALK_OPENS_ALLOWED 32768
+
 static int active;
 static int root_fd = -1;         /* O_PATH descriptor of the directory */
 static char root[PATH_MAX];      /* its canonical path */
@@ -112,6 +119,7 @@ struct walk {
 	size_t len;
 	int fd;
 	int not_dir;
+	unsigned long opens; /* directory opens so far */
 };
 
 static void walk_close(struct walk *w)
@@ -123,8 +131,8 @@ static void walk_close(struct walk *w)
 
 /* Open the directory root + rel (canonical, no symlinks), one component at
  * a time and refusing symlinks, so that a component replaced by a symlink
- * since we looked cannot lead anywhere. */
-static int open_beneath(const char *rel)
+ * since we looked cannot lead anywhere.  Counts the opens in *opens. */
+static int open_beneath(const char *rel, unsigned long *opens)
 {
 	char buf[PATH_MAX], *name, *save = NULL;
 	int fd = root_fd, next;
@@ -132,6 +140,7 @@ static int open_beneath(const char *rel)
 	strlcpy(buf, rel, sizeof(buf));
 	for (name = strtok_r(buf, "/", &save); name != NULL;
 	     name = strtok_r(NULL, "/", &save)) {
+		(*opens)++;
 		next = openat(fd, name,
 		              O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (fd != root_fd)
@@ -148,7 +157,7 @@ static int walk_start(struct walk *w, const char *from)
 	w->fd = -1;
 	w->not_dir = 0;
 	w->len = strlcpy(w->path, from, sizeof(w->path));
-	w->fd = open_beneath(from + root_len);
+	w->fd = open_beneath(from + root_len, &w->opens);
 	return w->fd < 0 ? w->fd : 0;
 }
 
@@ -183,7 +192,7 @@ static int walk_up(struct walk *w)
 		return 0;
 	}
 	walk_close(w);
-	w->fd = open_beneath(w->path + root_len);
+	w->fd = open_beneath(w->path + root_len, &w->opens);
 	return w->fd < 0 ? w->fd : 0;
 }
 
@@ -291,6 +300,7 @@ static int walk_component(struct walk *w, const char *name, int last,
 		*done = 1;
 		return walk_append(w, name);
 	}
+	w->opens++;
 	fd = openat(w->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT && last) {
@@ -357,6 +367,8 @@ static int walk(struct walk *w, const char *client, int flags)
 	}
 
 	while (rest[pos] != '\0') {
+		if (w->opens > WALK_OPENS_ALLOWED)
+			return -ELOOP;
 		n = strcspn(rest + pos, "/");
 		if (n > NAME_MAX)
 			return -ENAMETOOLONG;
@@ -432,6 +444,7 @@ int confine_parent(const char *resolved, char *leaf)
 	char parent[PATH_MAX];
 	const char *rel = resolved + root_len, *name;
 	const char *slash;
+	unsigned long opens = 0;
 	int fd;
 
 	if (!active || !beneath_root(resolved))
@@ -447,7 +460,7 @@ int confine_parent(const char *resolved, char *leaf)
 	strlcpy(leaf, name, NAME_MAX + 1);
 	snprintf(parent, sizeof(parent), "%.*s",
 	         slash != NULL ? (int)(slash - rel) : 0, rel);
-	fd = open_beneath(parent);
+	fd = open_beneath(parent, &opens);
 	if (fd == root_fd &&
 	    (fd = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -errno;
@@ -513,6 +526,120 @@ int confine_open(const char *resolved, int flags, mode_t mode)
 	fd = openat(dir, leaf, flags | O_NOFOLLOW, mode);
 	close_keeping_errno(dir);
 	return fd;
+}
+
+/* ---- calls Landlock governs ------------------------------------------ */
+
+/* Where such a call acts: the directory holding the last component (see
+ * confine_parent) and that component; for DIR itself, its path: nothing
+ * inside can swap DIR, and the kernel answers for it as without
+ * --confine (Landlock refuses removing or renaming it).  Landlock would
+ * refuse these calls outside anyway, but the kernel looks a name up
+ * before it asks Landlock: going by the path again after a raced swap
+ * would tell the client whether a name exists outside (ENOENT, EEXIST,
+ * EACCES). */
+struct at {
+	int dir;
+	const char *name;
+	char leaf[NAME_MAX + 1];
+};
+
+static int at_get(const char *resolved, struct at *at)
+{
+	if (strcmp(resolved, root) == 0) {
+		at->dir = AT_FDCWD;
+		at->name = resolved;
+		return 0;
+	}
+	at->dir = confine_parent(resolved, at->leaf);
+	if (at->dir < 0) {
+		errno = -at->dir;
+		return -1;
+	}
+	at->name = at->leaf;
+	return 0;
+}
+
+static int at_done(struct at *at, int rc)
+{
+	if (at->dir >= 0)
+		close_keeping_errno(at->dir);
+	return rc;
+}
+
+/* rename(2) or, with link_it, link(2) from one such name to another. */
+static int at_pair(const char *from, const char *to, int link_it)
+{
+	struct at a, b;
+	int rc;
+
+	if (at_get(from, &a) != 0)
+		return -1;
+	if (at_get(to, &b) != 0)
+		return at_done(&a, -1);
+	rc = link_it ? linkat(a.dir, a.name, b.dir, b.name, 0)
+	             : renameat(a.dir, a.name, b.dir, b.name);
+	return at_done(&a, at_done(&b, rc));
+}
+
+enum at_call { CALL_UNLINK, CALL_RMDIR, CALL_MKDIR, CALL_SYMLINK };
+
+/* One of those calls on one such name (mode: mkdir's, target: symlink's). */
+static int at_one(const char *path, enum at_call call, mode_t mode,
+                  const char *target)
+{
+	struct at a;
+	int rc = -1;
+
+	if (at_get(path, &a) != 0)
+		return -1;
+	switch (call) {
+	case CALL_UNLINK:
+		rc = unlinkat(a.dir, a.name, 0);
+		break;
+	case CALL_RMDIR:
+		rc = unlinkat(a.dir, a.name, AT_REMOVEDIR);
+		break;
+	case CALL_MKDIR:
+		rc = mkdirat(a.dir, a.name, mode);
+		break;
+	case CALL_SYMLINK:
+		rc = symlinkat(target, a.dir, a.name);
+		break;
+	}
+	return at_done(&a, rc);
+}
+
+int confine_unlink(const char *path)
+{
+	return active ? at_one(path, CALL_UNLINK, 0, NULL) : unlink(path);
+}
+
+int confine_rmdir(const char *path)
+{
+	return active ? at_one(path, CALL_RMDIR, 0, NULL) : rmdir(path);
+}
+
+int confine_mkdir(const char *path, mode_t mode)
+{
+	return active ? at_one(path, CALL_MKDIR, mode, NULL)
+	              : mkdir(path, mode);
+}
+
+int confine_symlink(const char *target, const char *path)
+{
+	return active ? at_one(path, CALL_SYMLINK, 0, target)
+	              : symlink(target, path);
+}
+
+int confine_rename(const char *from, const char *to)
+{
+	return active ? at_pair(from, to, 0) : rename(from, to);
+}
+
+int confine_link(const char *from, const char *to)
+{
+	return active ? at_pair(from, to, 1) : link(from, to);
 }
 
 /* ---- set-up ------------------------------------------------------- */

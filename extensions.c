@@ -63,13 +63,13 @@ static int handle_number(int idx)
 int process_extended_posix_rename(struct request *req)
 {
 	return path_pair_request(req, "process_extended_posix_rename",
-	                         "posix-rename", rename);
+	                         "posix-rename", confine_rename);
 }
 
 int process_extended_hardlink(struct request *req)
 {
 	return path_pair_request(req, "process_extended_hardlink", "hardlink",
-	                         link);
+	                         confine_link);
 }
 
 /* ---- statvfs, fstatvfs --------------------------------------------- */

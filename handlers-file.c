@@ -114,9 +114,11 @@ static DIR *opendir_by_name(const char *path)
 int open_file(const char *name, int *flags, int mode)
 {
 	struct stat st;
-	int fd;
+	int fd, rc;
 
-	if (stat(name, &st) == 0 && S_ISFIFO(st.st_mode))
+	/* A confined name has no final link left to follow (see Races). */
+	rc = confine_active() ? confine_lstat(name, &st) : stat(name, &st);
+	if (rc == 0 && S_ISFIFO(st.st_mode))
 		*flags |= O_NONBLOCK;
 	fd = open_by_name(name, *flags, mode);
 	if (fd == -1 && errno == EMFILE) {
@@ -162,7 +164,7 @@ int process_open(struct request *req)
 	struct attrib a;
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
-	int flags, mode, fd, idx, rc;
+	int flags, mode, fd, idx, rc, use;
 
 	if (get_string(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -172,12 +174,13 @@ int process_open(struct request *req)
 		return HANDLER_PARSE_ERROR;
 	}
 	flags = flags_from_portable(pflags);
-	/* With O_EXCL the kernel follows no final symlink (an existing one
-	 * is EEXIST): neither does the resolution. */
-	if ((rc = confine_path(req, "process_open",
-	                       (flags & O_EXCL) ? PATH_NOFOLLOW
-	                                        : path_use_of(req, 0),
-	                       &name)) != 0)
+	/* With O_CREAT and O_EXCL the kernel follows no final symlink (an
+	 * existing one is EEXIST): neither does the resolution.  O_EXCL
+	 * alone changes nothing. */
+	use = (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)
+	          ? PATH_NOFOLLOW
+	          : path_use_of(req, 0);
+	if ((rc = confine_path(req, "process_open", use, &name)) != 0)
 		return rc;
 	debug3("request %u: open flags %d", req->id, pflags);
 	mode = (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? (int)a.perm : 0666;
@@ -619,22 +622,33 @@ static int truncate_at(int dir, const char *name, off_t size)
 
 /* chmod of a name in a directory, not following a final symlink.  Before
  * fchmodat2 (Linux 6.6, glibc 2.39) glibc does that through /proc and says
- * EOPNOTSUPP without it; then, for what is no symlink, the plain call. */
+ * EOPNOTSUPP without it.  Then the name is opened without following it
+ * (to read, or else to write) and changed through the descriptor: looking
+ * first and then calling fchmodat would follow a symlink swapped in
+ * meanwhile, out of --confine's directory (chmod is no Landlock right).
+ * What can be neither read nor written keeps its mode there. */
 static int chmod_at(int dir, const char *name, mode_t mode)
 {
-	struct stat st;
+	const int how = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	int fd, rc, err;
 
 	if (fchmodat(dir, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	if (errno != EOPNOTSUPP)
 		return -1;
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return -1;
-	if (S_ISLNK(st.st_mode)) {
-		errno = EOPNOTSUPP;
+	fd = openat(dir, name, O_RDONLY | how);
+	if (fd == -1 && errno == EACCES)
+		fd = openat(dir, name, O_WRONLY | how);
+	if (fd == -1) {
+		if (errno == ELOOP)
+			errno = EOPNOTSUPP; /* a symlink, as glibc says */
 		return -1;
 	}
-	return fchmodat(dir, name, mode, 0);
+	rc = fchmod(fd, mode);
+	err = errno;
+	close(fd);
+	errno = err;
+	return rc;
 }
 
 static int set_size(const struct set_target *tg, uint64_t size)

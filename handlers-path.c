@@ -105,7 +105,7 @@ static int path_request(struct request *req, const char *fn, const char *op,
 
 int process_remove(struct request *req)
 {
-	return path_request(req, "process_remove", "remove", unlink);
+	return path_request(req, "process_remove", "remove", confine_unlink);
 }
 
 int process_mkdir(struct request *req)
@@ -122,14 +122,14 @@ int process_mkdir(struct request *req)
 	    (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? a.perm & 07777 : 0777;
 	debug3("request %u: mkdir", req->id);
 	logit("mkdir name \"%s\" mode 0%o", name, (unsigned)mode);
-	send_result(req, mkdir(name, mode));
+	send_result(req, confine_mkdir(name, mode));
 	free(name);
 	return HANDLER_DONE;
 }
 
 int process_rmdir(struct request *req)
 {
-	return path_request(req, "process_rmdir", "rmdir", rmdir);
+	return path_request(req, "process_rmdir", "rmdir", confine_rmdir);
 }
 
 int process_realpath(struct request *req)
@@ -171,7 +171,7 @@ static uint32_t rename_if_absent(const char *oldpath, const char *newpath)
 
 	if (rc == 0)
 		return SSH2_FX_FAILURE;
-	if (rename(oldpath, newpath) == -1)
+	if (confine_rename(oldpath, newpath) == -1)
 		return errno_to_status(errno);
 	return SSH2_FX_OK;
 }
@@ -182,15 +182,15 @@ static uint32_t rename_regular(const char *oldpath, const char *newpath)
 {
 	uint32_t status;
 
-	if (link(oldpath, newpath) == -1) {
+	if (confine_link(oldpath, newpath) == -1) {
 		if (link_unsupported(errno))
 			return rename_if_absent(oldpath, newpath);
 		return errno_to_status(errno);
 	}
-	if (unlink(oldpath) == -1) {
+	if (confine_unlink(oldpath) == -1) {
 		status = errno_to_status(errno);
 		/* Do not leave the file under both names. */
-		unlink(newpath);
+		confine_unlink(newpath);
 		return status;
 	}
 	return SSH2_FX_OK;
@@ -208,7 +208,8 @@ int process_rename(struct request *req)
 		return rc;
 	debug3("request %u: rename", req->id);
 	logit("rename old \"%s\" new \"%s\"", oldpath, newpath);
-	if (lstat(oldpath, &st) == -1)
+	if ((confine_active() ? confine_lstat(oldpath, &st)
+	                      : lstat(oldpath, &st)) == -1)
 		status = errno_to_status(errno);
 	else if (S_ISREG(st.st_mode))
 		status = rename_regular(oldpath, newpath);
@@ -265,5 +266,6 @@ int path_pair_request(struct request *req, const char *fn, const char *op,
  * way and clients depend on it. */
 int process_symlink(struct request *req)
 {
-	return path_pair_request(req, "process_symlink", "symlink", symlink);
+	return path_pair_request(req, "process_symlink", "symlink",
+	                         confine_symlink);
 }

@@ -602,7 +602,7 @@ int main(int argc, char **argv)
 	/* Last, so that everything above could still open what it needed;
 	 * before the first request is read. */
 	if (srv.opt.confine)
-		start_confined(pw->pw_uid);
+		start_confined(getuid()); /* pw is NULL without an entry */
 	serve();
 	return 0;
 }

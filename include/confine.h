@@ -61,4 +61,17 @@ int confine_open(const char *resolved, int flags, mode_t mode);
  * component in leaf (NAME_MAX + 1 bytes; "." for DIR itself); or -errno. */
 int confine_parent(const char *resolved, char *leaf);
 
+/*
+ * As unlink(2), rmdir(2), mkdir(2), symlink(2), rename(2) and link(2)
+ * (plain calls without --confine); under it, on paths confine_resolve
+ * gave, made from the descriptors confine_parent gives, so that a raced
+ * swap fails instead of looking names up outside.
+ */
+int confine_unlink(const char *path);
+int confine_rmdir(const char *path);
+int confine_mkdir(const char *path, mode_t mode);
+int confine_symlink(const char *target, const char *path);
+int confine_rename(const char *from, const char *to);
+int confine_link(const char *from, const char *to);
+
 #endif

@@ -409,6 +409,23 @@ def check_copy(c, t):
         print("NOTE: check-file-name not offered by this build: not tried")
 
 
+def check_costly_paths(c, t):
+    """'..' is resolved by opening the parent again from the directory, as
+    many opens as the path is deep: a path that goes down 800 levels and
+    back up one at a time would cost 320000 opens (most of a second of
+    CPU per request).  More than the resolver's budget is ELOOP."""
+    d = os.path.join(t.jail, "deep")
+    os.makedirs(os.path.join(d, *(["d"] * 800)))
+    for root, dirs, _ in os.walk(d):
+        for n in [root] + [os.path.join(root, x) for x in dirs]:
+            os.lchown(n, RUN_UID, RUN_GID)
+    rep = c.stat("deep/" + "d/" * 800 + "../" * 800 + ".")
+    refused(rep, "a path of 800 levels down and back up", sc.FX_NO_SUCH_FILE)
+    rep = c.stat("deep/" + "d/" * 800 + "../" * 4)
+    check(rep.type == sc.FXP_ATTRS, "800 levels down, 4 up: %r" % rep)
+    shutil.rmtree(d)
+
+
 def check_inside(c, t):
     """Ordinary work inside keeps working."""
     data = os.urandom(3 * 1024 * 1024 + 12345)
@@ -570,23 +587,113 @@ def check_sftp_client(t):
 RACE_ROUNDS = 1500
 
 
-def swapper(jail, stop_path):
-    """Child: swap jail/flip between a real directory and a symlink out,
-    as fast as it can, until stop_path exists."""
+def swapper(jail, stop_path, names=("flip_dir", "flip_link"), flip="flip"):
+    """Child: swap jail/flip between a real directory (or file) and a
+    symlink out, as fast as it can, until stop_path exists."""
     os.chdir(jail)
     while not os.path.exists(stop_path):
-        for name in ("flip_dir", "flip_link"):
+        for name in names:
             try:
-                os.rename(name, "flip")
-                os.rename("flip", name)
+                os.rename(name, flip)
+                os.rename(flip, name)
             except OSError:
                 pass
     os._exit(0)
 
 
+def exchanger(directory, stop_path, a, b):
+    """Child: exchange directory/a and directory/b atomically
+    (renameat2 RENAME_EXCHANGE), so that a always exists, as fast as it
+    can, until stop_path exists."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    os.chdir(directory)
+    while not os.path.exists(stop_path):
+        for _ in range(100):
+            libc.renameat2(at_fdcwd, a.encode(), at_fdcwd, b.encode(),
+                           rename_exchange)
+    os._exit(0)
+
+
+def start_swapper(*args, fn=swapper):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            PREEXEC and PREEXEC()
+            fn(*args)
+        finally:
+            os._exit(1)
+    return pid
+
+
+def check_race_no_proc(t):
+    """Without /proc (and before fchmodat2), glibc cannot chmod a name
+    without following a final symlink: SETSTAT's mode must still not
+    follow a file swapped for a symlink out after it was looked at.  The
+    server runs in a mount namespace where /proc is an empty tmpfs."""
+    tools = [shutil.which(n) for n in ("unshare", "setpriv")]
+    if os.geteuid() != 0 or None in tools:
+        print("NOTE: not root or no unshare/setpriv: SETSTAT without /proc "
+              "not tried")
+        return
+    if sanitized(ARGS.server):
+        print("NOTE: sanitizer build (it needs /proc): SETSTAT without "
+              "/proc not tried")
+        return
+    hide_proc = [tools[0], "-m", "--propagation", "private", "sh", "-c",
+                 "mount -t tmpfs none /proc"]
+    if subprocess.run(hide_proc, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        print("NOTE: no mount namespace here: SETSTAT without /proc not "
+              "tried")
+        return
+    Tree.write(os.path.join(t.jail, "sub", "f"), b"x")
+    os.chmod(os.path.join(t.jail, "sub", "f"), 0o644)
+    os.symlink(os.path.join(t.out, "secret.txt"),
+               os.path.join(t.jail, "sub", "f_link"))
+    for n in ("f", "f_link"):
+        os.lchown(os.path.join(t.jail, "sub", n), RUN_UID, RUN_GID)
+    before = t.snapshot()
+    hide_proc[-1] += (' && exec %s --reuid=%d --regid=%d --clear-groups '
+                      '"$@"' % (tools[1], RUN_UID, RUN_GID))
+    argv = (hide_proc + ["sh", ARGS.server] + shlex.split(ARGS.server_args)
+            + ["-e", "-d", t.jail, "--confine"])
+    c = sc.Client(argv, cwd="/", timeout=20, env=ENV)
+    try:
+        c.init()
+    except sc.SFTPError as e:
+        log = c.stderr_bytes()[-300:]
+        c.close()
+        check(False, "no /proc: the server starts (%s: %r)" % (e, log))
+        return
+    ok(c.setstat("a.txt", {"perm": 0o640}), "no /proc: setstat mode inside")
+    check(stat.S_IMODE(os.stat(os.path.join(t.jail, "a.txt")).st_mode)
+          == 0o640, "no /proc: setstat mode took")
+    stop = t.base + "-stop-swapping"
+    pid = start_swapper(os.path.join(t.jail, "sub"), stop, "f", "f_link",
+                        fn=exchanger)
+    try:
+        # The window is two system calls apart: more rounds (a server
+        # that chmods by name after looking changed the outside in 0 to
+        # 12 of 5000 rounds here, depending on how the two processes
+        # share the CPUs).
+        for i in range(RACE_ROUNDS * 4):
+            c.setstat("sub/f", {"perm": 0o640 if i % 2 else 0o604})
+    finally:
+        open(stop, "w").close()
+        os.waitpid(pid, 0)
+        c.close()
+    after = t.snapshot()
+    changed = [k for k in set(before) | set(after)
+               if before.get(k) != after.get(k)]
+    check(not changed, "no /proc: raced setstat left the outside alone "
+          "(changed: %r)" % changed)
+
+
 def check_race(t):
     """A second process swaps a directory for a symlink out while the
-    client works through it: no answer may come from outside.  (It cannot
+    client works through it: no answer may come from outside, nor
+    depend on what exists there.  (It cannot
     fail when the server is right; it finds a racy server quickly.)"""
     os.makedirs(os.path.join(t.jail, "flip_dir"))
     Tree.write(os.path.join(t.jail, "flip_dir", "f"), b"x")
@@ -597,19 +704,17 @@ def check_race(t):
         os.lchown(os.path.join(t.jail, n), RUN_UID, RUN_GID)
     os.chmod(os.path.join(t.out, "odir", "f"), 0o600)
     os.lchown(os.path.join(t.out, "odir", "f"), RUN_UID, RUN_GID)
+    # Names that exist outside only: a call that went there would say
+    # so (EEXIST), where the walk again from the directory cannot.
+    for i in range(RACE_ROUNDS):
+        os.mkdir(os.path.join(t.out, "odir", "g%d" % i))
     before = t.snapshot()
     stop = t.base + "-stop-swapping"  # not in base: its mtime is watched
-    pid = os.fork()
-    if pid == 0:
-        try:
-            PREEXEC and PREEXEC()
-            swapper(t.jail, stop)
-        finally:
-            os._exit(1)
+    pid = start_swapper(t.jail, stop)
     c = confined(t)
     leaks = []
     try:
-        for _ in range(RACE_ROUNDS):
+        for i in range(RACE_ROUNDS):
             rep = c.stat("flip/f")
             if rep.type == sc.FXP_ATTRS and rep.attrs.get("size") != 1:
                 leaks.append(("stat", rep))
@@ -621,6 +726,15 @@ def check_race(t):
                     leaks.append(("open", data))
             c.setstat("flip/f", {"perm": 0o644})
             c.setstat("flip/f", {"size": 1})
+            # Landlock refuses these outside, but the kernel looks the
+            # names up first: the answer must not tell whether they
+            # exist there (EEXIST, or EXDEV from Landlock, are FAILURE).
+            rep = c.mkdir("flip/g%d" % i)
+            if rep.is_status(sc.FX_FAILURE):
+                leaks.append(("mkdir", rep))
+            rep = c.hardlink("flip/f", "hl%d" % i)
+            if rep.is_status(sc.FX_FAILURE):
+                leaks.append(("hardlink", rep))
     finally:
         open(stop, "w").close()
         os.waitpid(pid, 0)
@@ -668,19 +782,39 @@ def check_same_inside(base):
         reqs += [("stat", n), ("lstat", n), ("readlink", n),
                  ("statvfs", n), ("realpath-ok", n)]
     for n in names:
-        reqs += [("setstat", n, {"perm": 0o640}),
+        # Modes that keep the owner's search right: without it, every
+        # later request in the directory would be refused on both sides.
+        reqs += [("setstat", n, {"perm": 0o750}),
                  ("setstat", n, {"atime": 1000, "mtime": 1000}),
                  ("setstat", n, {"uid": RUN_UID, "gid": RUN_GID}),
-                 ("lsetstat", n, {"perm": 0o600}),
+                 ("lsetstat", n, {"perm": 0o700}),
                  ("lsetstat", n, {"atime": 1000, "mtime": 1000}),
                  ("lsetstat", n, {"uid": RUN_UID, "gid": RUN_GID}),
                  ("stat", n), ("lstat", n)]
     for n in names:
         reqs += [("setstat", n, {"size": 3}), ("stat", n)]
+    # EXCL without CREAT is no exclusive create: the kernel ignores it
+    # and follows a final link.
+    reqs += [("excl-read", "absin"), ("excl-read", "chainin1"),
+             ("excl-read", "danglingin")]
     reqs += [("excl", "danglingin"), ("excl", "fresh"), ("excl", "fresh"),
              ("mkdir", "sub/"), ("mkdir", "newd/"), ("remove", "newd"),
              ("remove", "chainin2"), ("stat", "chainin1"),
              ("rmdir", "newd/"), ("remove", "fresh")]
+    # Two-path requests, and the links RENAME makes and removes.
+    reqs += [("hardlink", "a.txt", "h1"), ("hardlink", "a.txt", "h1"),
+             ("hardlink", "nosuch", "h2"), ("hardlink", "sub", "h3"),
+             ("hardlink", "absin", "h5"), ("lstat", "h5"),
+             ("rename", "h1", "sub/h1"), ("rename", "a.txt", "sub/h1"),
+             ("rename", "h5", "h5/"), ("rename", "sub/h1", "nosuch/x"),
+             ("posix_rename", "sub/h1", "h4"), ("stat", "h4"),
+             ("rename", "h4", "a.txt"),
+             ("symlink", "a.txt", "s1"), ("symlink", "a.txt", "s1"),
+             ("symlink", "a.txt", "nosuch/s"), ("symlink", "x", "sub/"),
+             ("stat", "s1"), ("lstat", "s1"), ("remove", "s1/"),
+             ("rename", "s1", "s2"), ("remove", "s2"), ("remove", "h4"),
+             ("remove", "sub"), ("rmdir", "a.txt"), ("rmdir", "absin"),
+             ("mkdir", "absin"), ("mkdir", "nosuch/x")]
     try:
         for r in reqs:
             got = []
@@ -690,6 +824,13 @@ def check_same_inside(base):
                     rep = getattr(c, op)(n, r[2])
                 elif op == "excl":
                     rep = c.open(n, sc.FXF_WRITE | sc.FXF_CREAT | sc.FXF_EXCL)
+                    if rep.type == sc.FXP_HANDLE:
+                        c.close_handle(rep.handle)
+                elif op in ("hardlink", "rename", "posix_rename",
+                            "symlink"):
+                    rep = getattr(c, op)(n, r[2])
+                elif op == "excl-read":
+                    rep = c.open(n, sc.FXF_READ | sc.FXF_EXCL)
                     if rep.type == sc.FXP_HANDLE:
                         c.close_handle(rep.handle)
                 elif op == "realpath-ok":
@@ -713,7 +854,7 @@ def one_pass(base):
     try:
         for fn in (check_names, check_escapes, check_links_out,
                    check_rename_link, check_client_symlinks, check_proc_fds,
-                   check_copy, check_inside):
+                   check_copy, check_costly_paths, check_inside):
             if ARGS.verbose:
                 print("-- " + fn.__name__)
             fn(c, t)
@@ -754,6 +895,45 @@ def check_start_refusals(base):
             c.close()
         check(rc == 1 and "refusing to run unconfined" in log,
               "refuses to start: %s (exit %r, log %r)" % (what, rc, log))
+
+
+def check_no_passwd_entry(base):
+    """A user with no passwd entry (sshd allows one, e.g. from another
+    NSS source the server cannot read) is confined like any other."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: a user without a passwd entry not tried")
+        return
+    uid = 54321
+    while True:
+        try:
+            pwd.getpwuid(uid)
+            uid += 1
+        except KeyError:
+            break
+    os.makedirs(base)
+    os.chown(base, uid, uid)
+
+    def drop():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    argv = ([ARGS.server] + shlex.split(ARGS.server_args)
+            + ["-e", "-d", base, "--confine"])
+    c = sc.Client(argv, cwd="/", preexec_fn=drop, timeout=20, env=ENV)
+    try:
+        try:
+            c.init()
+            rep = c.realpath(".")
+            c.close_stdin()
+        except sc.SFTPError as e:
+            rep = e
+        rc = c.wait()
+    finally:
+        c.close()
+    check(isinstance(rep, sc.Reply) and rep.type == sc.FXP_NAME and
+          rep.names[0][0] == os.path.realpath(base).encode() and rc == 0,
+          "uid %d without a passwd entry: confined session works (%r, "
+          "exit %r)" % (uid, rep, rc))
 
 
 def check_no_landlock(base, no_landlock):
@@ -842,6 +1022,7 @@ def main():
     else:
         print("NOTE: no seccomp helper: refusal without Landlock not tried")
     check_start_refusals(os.path.join(ARGS.workdir, "start"))
+    check_no_passwd_entry(os.path.join(ARGS.workdir, "nopasswd"))
     if ARGS.probe:
         check_probe(os.path.join(ARGS.workdir, "probe"))
     else:
@@ -849,6 +1030,8 @@ def main():
     one_pass(os.path.join(ARGS.workdir, "tree"))
     check_same_inside(os.path.join(ARGS.workdir, "same"))
     check_race(Tree(os.path.join(ARGS.workdir, "race"), RUN_UID, RUN_GID))
+    check_race_no_proc(Tree(os.path.join(ARGS.workdir, "noproc"), RUN_UID,
+                            RUN_GID))
     print("%d passed, %d failed" % (PASSED, FAILED))
     return 1 if FAILED else 0
 
