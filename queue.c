@@ -15,7 +15,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
-#include "pipes.h"
+#include "output.h"
 #include "queue.h"
 
 static struct queue_limits limits;
@@ -193,9 +193,9 @@ static void request_io_done(struct io_op *op);
 static int reader_behind(const struct request *req)
 {
 	int behind = req->is_write
-	                 ? pipes_range_in_transit(req->dev, req->ino,
-	                                          req->start, req->end)
-	                 : pipes_in_transit();
+	                 ? output_range_in_transit(req->dev, req->ino,
+	                                           req->start, req->end)
+	                 : output_in_transit();
 
 	if (behind)
 		waiting_for_reader = 1;
@@ -376,7 +376,7 @@ int queue_output_pipe(size_t *len)
 void queue_output_piped(size_t n)
 {
 	reply_bytes -= n;
-	pipes_spliced_out(head->dev, head->ino, head->start, head->io_done);
+	output_spliced(head->dev, head->ino, head->start, head->io_done);
 	head->pipe_left -= n;
 	if (head->pipe_left == 0) {
 		num_piped--;
