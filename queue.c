@@ -14,6 +14,7 @@
 #include "coalesce.h"
 #include "handle.h"
 #include "handlers.h"
+#include "lease.h"
 #include "log.h"
 #include "output.h"
 #include "queue.h"
@@ -217,6 +218,11 @@ static int start_one(struct request *req)
 		return 0;
 	}
 	if (req->state == REQ_WAITING) {
+		/* It may open for writing or truncate a file we hold a read
+		 * lease on: that would wait for us.  Nothing is in transit
+		 * now, so the leases can go. */
+		if (!request_is_io(req) && request_may_modify(req))
+			lease_release_all();
 		rc = request_start(req);
 		if (rc == HANDLER_PARSE_ERROR) {
 			stop_at(req);
@@ -316,6 +322,17 @@ static void request_io_done(struct io_op *op)
 
 /* Replies ready to go, in order, as iovecs.  A reply whose data waits in
  * a pipe ends the list after its header: the pipe goes next. */
+int queue_file_spliced(dev_t dev, ino_t ino)
+{
+	const struct request *r;
+
+	for (r = head; r != NULL && r != next_start; r = r->next)
+		if (r->has_pipe && r->dev == dev && r->ino == ino &&
+		    (r->state == REQ_IN_FLIGHT || r->pipe_left > 0))
+			return 1;
+	return 0;
+}
+
 int queue_output_iov(struct iovec *iov, int max)
 {
 	struct request *r;

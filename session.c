@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "coalesce.h"
 #include "input.h"
+#include "lease.h"
 #include "log.h"
 #include "output.h"
 #include "pipes.h"
@@ -254,11 +255,20 @@ static int finished(void)
 	return input_eof && !complete_packet_waiting();
 }
 
+/* Are pages of this file still on their way to stdout's reader? */
+static int file_in_transit(dev_t dev, ino_t ino)
+{
+	return queue_file_spliced(dev, ino) ||
+	       output_range_in_transit(dev, ino, 0, UINT64_MAX);
+}
+
 int session_turn(void)
 {
 	unsigned before;
 	int reaped;
 
+	if (lease_pending())
+		lease_poll(file_in_transit);
 	frame_input();
 	queue_dispatch(more_input_ready());
 	/* What the back end did at once (writes; everything, for the plain
@@ -325,7 +335,8 @@ static int moved_since_plan(int watch_reader)
 
 void session_plan(struct session_wait *w, int64_t now_ns)
 {
-	int held, reader = queue_waiting_for_reader() && !output_gone();
+	int held, reader = (queue_waiting_for_reader() || lease_pending()) &&
+	                   !output_gone();
 	int moved = moved_since_plan(reader), fd;
 	int64_t wait_ns = -1, pace;
 

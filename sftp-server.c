@@ -27,6 +27,7 @@
 #include "coalesce.h"
 #include "handle.h"
 #include "input.h"
+#include "lease.h"
 #include "log.h"
 #include "options.h"
 #include "output.h"
@@ -138,6 +139,32 @@ static void setup_splice(void)
 		(void)pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH);
 }
 
+/* SIGIO says someone waits for a read lease of ours to go (lease.h).  It
+ * is blocked except while we sleep in ppoll, so no system call elsewhere
+ * is interrupted by it. */
+static sigset_t sleep_mask;
+
+static void on_sigio(int sig)
+{
+	(void)sig;
+	lease_note_break();
+}
+
+static void setup_lease_signal(void)
+{
+	struct sigaction sa;
+	sigset_t block;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigio;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGIO, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGIO);
+	sigprocmask(SIG_BLOCK, &block, &sleep_mask);
+	sigdelset(&sleep_mask, SIGIO);
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec now;
@@ -171,7 +198,7 @@ static void wait_for_events(void)
 		pause.tv_nsec = w.timeout_ns % 1000000000;
 		timeout = &pause;
 	}
-	rc = ppoll(pfd, (nfds_t)nfds, timeout, NULL);
+	rc = ppoll(pfd, (nfds_t)nfds, timeout, &sleep_mask);
 	if (rc == -1 && errno != EINTR) {
 		error("poll: %s", strerror(errno));
 		cleanup_exit(2);
@@ -246,6 +273,7 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
 	signal(SIGPIPE, SIG_IGN);
+	setup_lease_signal();
 	set_handle_limit();
 	tune_stdio(STDIN_FILENO);
 	tune_stdio(STDOUT_FILENO);

@@ -79,6 +79,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "input.h"
+#include "lease.h"
 #include "log.h"
 #include "output.h"
 #include "pipes.h"
@@ -477,6 +478,7 @@ static void check_fds(void)
 static void reset_session(void)
 {
 	handle_close_all();
+	lease_release_all(); /* and the descriptors kept for them */
 	queue_reset();
 	srv.init_done = 0;
 	srv.client_version = 0;
@@ -913,6 +915,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	int log_fd, rc, out[2], level;
 
 	fix_arguments(argc, argv);
+	/* Nothing else here breaks a lease of ours; if our own requests
+	 * did, they would hang in open() and libFuzzer report a timeout. */
+	signal(SIGIO, SIG_IGN);
 	setup_work_dir();
 	if ((work_fd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
 	        -1 ||
