@@ -806,6 +806,14 @@ static void settle(void)
 			bug("I/O completion: %s", strerror(-rc));
 }
 
+static size_t unframed(void)
+{
+	size_t avail;
+
+	input_data(&avail);
+	return avail;
+}
+
 static uint64_t input_hash(const uint8_t *data, size_t size)
 {
 	uint64_t h = 1469598103934665603ULL;
@@ -820,7 +828,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned before, spins = 0;
 	uint64_t seen;
-	size_t avail;
+	size_t avail, framed;
 	int step;
 
 	snapshot_fds(fds_before);
@@ -841,19 +849,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (;;) {
 		seen = progress;
 		before = queue_count();
+		framed = unframed();
 		step = session_turn();
 		if (step == SESSION_DONE)
 			break;
 		if (step == SESSION_WAIT)
 			sleep_and_wake();
-		/* Many turns in a row without anything moving (the client
-		 * reads all it is sent meanwhile) mean the server is stuck. */
-		if (progress == seen && queue_count() == before) {
+		/* Many turns in a row without anything moving (input framed,
+		 * requests done, bytes in or out; the client reads all it is
+		 * sent meanwhile) mean the server is stuck. */
+		if (progress == seen && queue_count() == before &&
+		    unframed() == framed) {
 			if (++spins > 64)
 				bug("stall: %u requests, %zu reply bytes, "
-				    "%zu input bytes left, nothing moves",
+				    "%zu input bytes left, %zu unframed, "
+				    "room %d, idle %d, fatal %d, nothing moves",
 				    queue_count(), queue_output_bytes(),
-				    in_size - in_off);
+				    in_size - in_off, unframed(),
+				    queue_has_room(), queue_idle(),
+				    queue_fatal_status());
 		} else {
 			spins = 0;
 		}
