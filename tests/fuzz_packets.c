@@ -23,7 +23,8 @@
  *   - a reply is malformed, longer than 256 KiB, answers a request that
  *     is not the next one expecting a reply, or a request that expects a
  *     reply gets none (replies leave in arrival order, exactly once);
- *   - nothing moves while requests are still waiting (a stall), or the
+ *   - nothing moves (no input framed, no request done, no byte in or out)
+ *     for many turns while requests are still waiting (a stall), or the
  *     session would sleep with nothing that could wake it;
  *   - a write is tried after the reader was seen leaving, or a failed
  *     write does not end the session with status 1;
