@@ -1,5 +1,7 @@
 /* uring-sftp-server: main, start-up as OpenSSH's sftp-server does it, and
- * the event loop that moves bytes between stdin, the queue and stdout. */
+ * the event loop's system calls: ppoll on stdin, stdout and the back end,
+ * as session.c decides (session.h); stdin and stdout themselves are read
+ * and written through session.c's and output.c's operation tables. */
 #include "config.h"
 
 #include <errno.h>
