@@ -320,8 +320,6 @@ static void request_io_done(struct io_op *op)
 	queue_io_finished(req);
 }
 
-/* Replies ready to go, in order, as iovecs.  A reply whose data waits in
- * a pipe ends the list after its header: the pipe goes next. */
 int queue_file_spliced(dev_t dev, ino_t ino)
 {
 	const struct request *r;
@@ -333,6 +331,8 @@ int queue_file_spliced(dev_t dev, ino_t ino)
 	return 0;
 }
 
+/* Replies ready to go, in order, as iovecs.  A reply whose data waits in
+ * a pipe ends the list after its header: the pipe goes next. */
 int queue_output_iov(struct iovec *iov, int max)
 {
 	struct request *r;
