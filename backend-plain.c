@@ -11,11 +11,12 @@
 #include "backend.h"
 
 static struct io_done_list finished;
-static unsigned max_depth;
+static unsigned max_depth, hints;
 
 static int plain_init(unsigned depth)
 {
 	max_depth = depth ? depth : 1;
+	hints = 0;
 	return 0;
 }
 
@@ -60,8 +61,12 @@ static ssize_t plain_run(struct io_op *op)
 
 static int plain_submit(struct io_op *op)
 {
-	if (finished.count >= max_depth)
+	int hint = op->opcode == IO_READAHEAD;
+
+	if (hint ? hints >= BACKEND_HINT_SLOTS
+	         : finished.count - hints >= max_depth)
 		return -EBUSY;
+	hints += hint;
 	op->result = plain_run(op);
 	io_done_push(&finished, op);
 	return 0;
@@ -79,8 +84,13 @@ static int plain_completion_fd(void)
 
 static int plain_reap(struct io_op **done, int max, int wait)
 {
+	int i, n;
+
 	(void)wait; /* everything submitted is already finished */
-	return io_done_pop(&finished, done, max);
+	n = io_done_pop(&finished, done, max);
+	for (i = 0; i < n; i++)
+		hints -= done[i]->opcode == IO_READAHEAD;
+	return n;
 }
 
 static unsigned plain_in_flight(void)

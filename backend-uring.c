@@ -15,6 +15,7 @@ static struct io_uring ring;
 static int ring_ready;
 static int has_splice;
 static unsigned queued, in_flight, max_depth;
+static unsigned hints; /* of those, read-ahead hints */
 /* Writes done at submit time, waiting to be reaped. */
 static struct io_done_list written;
 
@@ -43,7 +44,8 @@ static int uring_init(unsigned depth)
 	int rc;
 
 	max_depth = depth ? depth : 1;
-	rc = io_uring_queue_init(max_depth, &ring, 0);
+	hints = 0;
+	rc = io_uring_queue_init(max_depth + BACKEND_HINT_SLOTS, &ring, 0);
 	if (rc < 0)
 		return rc;
 	if ((rc = probe_opcodes()) < 0) {
@@ -64,8 +66,10 @@ static int uring_init(unsigned depth)
 static int uring_submit(struct io_op *op)
 {
 	struct io_uring_sqe *sqe;
+	int hint = op->opcode == IO_READAHEAD;
 
-	if (in_flight + queued + written.count >= max_depth)
+	if (hint ? hints >= BACKEND_HINT_SLOTS
+	         : in_flight + queued + written.count - hints >= max_depth)
 		return -EBUSY;
 	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
 	    op->opcode == IO_COPY_RANGE) {
@@ -100,6 +104,7 @@ static int uring_submit(struct io_op *op)
 	}
 	io_uring_sqe_set_data(sqe, op);
 	queued++;
+	hints += hint;
 	return 0;
 }
 
@@ -150,6 +155,7 @@ static int uring_reap(struct io_op **done, int max, int wait)
 		op->result = cqe->res;
 		io_uring_cqe_seen(&ring, cqe);
 		in_flight--;
+		hints -= op->opcode == IO_READAHEAD;
 		done[n++] = op;
 	}
 	return n;

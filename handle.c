@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "lease.h"
 #include "log.h"
 #include "xferlog.h"
 
@@ -147,7 +148,7 @@ int handle_close(int idx)
 		return -1;
 	}
 	if (h->kind == HANDLE_FILE)
-		rc = close(h->fd);
+		rc = lease_close(h->fd); /* kept while its pages are spliced */
 	else if (h->dirp != NULL)
 		rc = closedir(h->dirp);
 	free(h->name);

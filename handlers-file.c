@@ -17,6 +17,7 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
+#include "lease.h"
 #include "log.h"
 #include "parse.h"
 #include "pipes.h"
@@ -270,8 +271,8 @@ static void read_finish(struct request *req)
 		return;
 	}
 	/* The header was written before the read; now the length is exact:
-	 * the bytes are in our buffer or in our pipe, whatever happens to
-	 * the file. */
+	 * the bytes are in our buffer, or in our pipe as pages of a file
+	 * nobody can truncate or rewrite while we hold its read lease. */
 	poke_u32(req->reply.data, (uint32_t)(DATA_HEADER_LEN - 4 + n));
 	poke_u32(req->reply.data + 9, (uint32_t)n);
 	if (req->has_pipe) {
@@ -370,11 +371,16 @@ int process_read(struct request *req)
 	req->io_finish = read_finish;
 	if (h->is_regular && len >= SPLICE_MIN_LEN &&
 	    pipe_get(&req->pipe) == 0) {
-		req->has_pipe = 1;
-		setup_io(req, h, idx, IO_SPLICE_IN, pos, NULL, len);
-		req->io.fd_out = req->pipe.wr;
-		req->io_fallback = read_without_splice;
-		return HANDLER_IO;
+		/* Spliced only under a read lease (lease.h): else another
+		 * process could change the pages before they leave. */
+		if (lease_for_splice(h->fd)) {
+			req->has_pipe = 1;
+			setup_io(req, h, idx, IO_SPLICE_IN, pos, NULL, len);
+			req->io.fd_out = req->pipe.wr;
+			req->io_fallback = read_without_splice;
+			return HANDLER_IO;
+		}
+		pipe_put(&req->pipe, 0);
 	}
 	if (wbuf_reserve(&req->reply, len, &p) != BUF_OK)
 		fatal_exit(255, "process_read: no memory for %u bytes", len);

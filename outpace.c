@@ -1,12 +1,6 @@
 /* Pacing writes into a pipe stdout; see outpace.h for why. */
 #include "config.h"
 
-#include <fcntl.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sched.h>
-#include <time.h>
-
 #include "outpace.h"
 
 int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
@@ -53,61 +47,4 @@ int outpace_woke(struct outpace *p, uint64_t unread, int64_t now_ns)
 	if (unread < p->capacity / 8)
 		p->rate *= 2;
 	return 1;
-}
-
-static struct outpace stdout_pace;
-static int stdout_fd = -1;
-
-/* May this process run on more than one CPU?  If not, stdout's reader
- * most likely shares ours and runs only while we sleep: a longer sleep
- * only leaves the CPU idle once the reader has drained the pipe. */
-static int several_cpus(void)
-{
-	cpu_set_t set;
-
-	return sched_getaffinity(0, sizeof(set), &set) == 0 &&
-	       CPU_COUNT(&set) > 1;
-}
-
-void stdout_pace_init(int fd)
-{
-	struct stat st;
-	int size;
-
-	stdout_fd = fd;
-	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && several_cpus() &&
-	    (size = fcntl(fd, F_GETPIPE_SZ)) > 0)
-		stdout_pace.capacity = (size_t)size;
-}
-
-static int stdout_sample(uint64_t *unread, int64_t *now_ns)
-{
-	struct timespec now;
-	int n = 0;
-
-	if (stdout_pace.capacity == 0 || ioctl(stdout_fd, FIONREAD, &n) == -1 ||
-	    n < 0 || clock_gettime(CLOCK_MONOTONIC, &now) == -1)
-		return -1;
-	*unread = (uint64_t)n;
-	*now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	return 0;
-}
-
-int64_t stdout_pace_wait(uint64_t written)
-{
-	uint64_t unread;
-	int64_t now;
-
-	if (stdout_sample(&unread, &now) == -1)
-		return 0;
-	return outpace_wait(&stdout_pace, written, unread, now);
-}
-
-int stdout_pace_woke(void)
-{
-	uint64_t unread;
-	int64_t now;
-
-	return stdout_sample(&unread, &now) == -1 ||
-	       outpace_woke(&stdout_pace, unread, now);
 }

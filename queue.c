@@ -13,8 +13,9 @@
 #include "coalesce.h"
 #include "handle.h"
 #include "handlers.h"
+#include "lease.h"
 #include "log.h"
-#include "pipes.h"
+#include "output.h"
 #include "queue.h"
 
 static struct queue_limits limits;
@@ -198,9 +199,9 @@ static void step_done(struct request *req);
 static int reader_behind(const struct request *req)
 {
 	int behind = req->is_write
-	                 ? pipes_range_in_transit(req->dev, req->ino,
-	                                          req->start, req->end)
-	                 : pipes_in_transit();
+	                 ? output_range_in_transit(req->dev, req->ino,
+	                                           req->start, req->end)
+	                 : output_in_transit();
 
 	if (behind)
 		waiting_for_reader = 1;
@@ -222,6 +223,11 @@ static int start_one(struct request *req)
 		return 0;
 	}
 	if (req->state == REQ_WAITING) {
+		/* It may open for writing or truncate a file we hold a read
+		 * lease on: that would wait for us.  Nothing is in transit
+		 * now, so the leases can go. */
+		if (!request_is_io(req) && request_may_modify(req))
+			lease_release_all();
 		rc = request_start(req);
 		if (rc == HANDLER_PARSE_ERROR) {
 			stop_at(req);
@@ -374,6 +380,17 @@ static void request_io_done(struct io_op *op)
 	queue_io_finished(req);
 }
 
+int queue_file_spliced(dev_t dev, ino_t ino)
+{
+	const struct request *r;
+
+	for (r = head; r != NULL && r != next_start; r = r->next)
+		if (r->has_pipe && r->dev == dev && r->ino == ino &&
+		    (r->state == REQ_IN_FLIGHT || r->pipe_left > 0))
+			return 1;
+	return 0;
+}
+
 /* Replies ready to go, in order, as iovecs.  A reply whose data waits in
  * a pipe ends the list after its header: the pipe goes next. */
 int queue_output_iov(struct iovec *iov, int max)
@@ -436,7 +453,7 @@ int queue_output_pipe(size_t *len)
 void queue_output_piped(size_t n)
 {
 	reply_bytes -= n;
-	pipes_spliced_out(head->dev, head->ino, head->start, head->io_done);
+	output_spliced(head->dev, head->ino, head->start, head->io_done);
 	head->pipe_left -= n;
 	if (head->pipe_left == 0) {
 		num_piped--;

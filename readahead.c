@@ -21,8 +21,9 @@
 #define READAHEAD_WINDOW (16 * 256 * 1024)
 #define READAHEAD_REFILL (READAHEAD_WINDOW / 2)
 
-/* Hints in flight at once; when all are busy a hint is skipped. */
-#define READAHEAD_OPS 8
+/* Hints in flight at once (the back end keeps slots for them apart from
+ * the requests'); when all are busy a hint is skipped. */
+#define READAHEAD_OPS BACKEND_HINT_SLOTS
 
 /* cachestat(2), Linux 6.5; older headers lack it.  The number is the
  * same on every architecture. */
@@ -50,6 +51,7 @@ static int hint_busy[READAHEAD_OPS];
 
 static void hint_done(struct io_op *op)
 {
+	close(op->fd);
 	hint_busy[op - hint_ops] = 0;
 }
 
@@ -89,7 +91,11 @@ static void hint(int fd, uint64_t from, uint64_t len)
 		return;
 	op = &hint_ops[i];
 	op->opcode = IO_READAHEAD;
-	op->fd = fd;
+	/* A descriptor of its own: the handle may be closed while the hint
+	 * waits (CLOSE does not wait for hints), and its number reused for
+	 * another file. */
+	if ((op->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return;
 	op->offset = from;
 	op->len = (size_t)len;
 	op->done = hint_done;
@@ -97,6 +103,8 @@ static void hint(int fd, uint64_t from, uint64_t len)
 	/* A hint: if the back end is full, there is simply none. */
 	if (backend->submit(op) == 0)
 		hint_busy[i] = 1;
+	else
+		close(op->fd);
 }
 
 void readahead_on_open(struct handle *h)

@@ -50,11 +50,18 @@ struct io_op {
 	struct io_op *next; /* back-end private */
 };
 
+/* Read-ahead hints (IO_READAHEAD) have slots of their own, this many
+ * beside the depth: a hint never takes the room of a request's I/O (an
+ * fsync or copy-data run through io_sync() finds its slot free). */
+#define BACKEND_HINT_SLOTS 8
+
 struct io_backend {
 	const char *name;
-	/* Set up for up to depth operations in flight: 0 or -errno. */
+	/* Set up for up to depth operations in flight, and as many hints as
+	 * BACKEND_HINT_SLOTS: 0 or -errno. */
 	int (*init)(unsigned depth);
-	/* Queue one operation: 0, or -EBUSY when depth ops are in flight. */
+	/* Queue one operation: 0, or -EBUSY when depth ops (or, for a hint,
+	 * BACKEND_HINT_SLOTS hints) are in flight. */
 	int (*submit)(struct io_op *op);
 	/* Hand queued operations to the kernel (one system call). */
 	int (*flush)(void);

@@ -36,11 +36,4 @@ int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
  * the rate is doubled, so the pipe does not run dry again. */
 int outpace_woke(struct outpace *p, uint64_t unread, int64_t now_ns);
 
-/* stdout's own: set up from fd (any kind; only a pipe is paced, and only
- * when this process may use more than one CPU), then ask when it is full
- * (written: all bytes written to it so far) and say when a pause is over. */
-void stdout_pace_init(int fd);
-int64_t stdout_pace_wait(uint64_t written);
-int stdout_pace_woke(void);
-
 #endif

@@ -43,6 +43,9 @@ const char *queue_fatal_message(void);
  * announce that, so the loop must look again soon. */
 int queue_waiting_for_reader(void);
 
+/* A READ of this file is being spliced, or its data waits in its pipe. */
+int queue_file_spliced(dev_t dev, ino_t ino);
+
 /* Replies ready to send, in arrival order: fill up to max iovecs. */
 int queue_output_iov(struct iovec *iov, int max);
 /* n bytes of those were written. */

@@ -3,10 +3,7 @@
 #include "config.h"
 
 #include <check.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "outpace.h"
 
@@ -120,92 +117,6 @@ START_TEST(test_old_sample_is_forgotten)
 }
 END_TEST
 
-/* Bytes the test wrote into "stdout", as the server counts them. */
-static uint64_t written;
-
-static int may_use_several_cpus(void)
-{
-	cpu_set_t set;
-
-	return sched_getaffinity(0, sizeof(set), &set) == 0 &&
-	       CPU_COUNT(&set) > 1;
-}
-
-static void write_all(int fd, size_t n)
-{
-	static char buf[64 * KiB];
-	ssize_t w;
-
-	for (; n > 0; n -= (size_t)w) {
-		w = write(fd, buf, n < sizeof(buf) ? n : sizeof(buf));
-		ck_assert_int_gt(w, 0);
-		written += (uint64_t)w;
-	}
-}
-
-static void read_all(int fd, size_t n)
-{
-	static char buf[64 * KiB];
-	ssize_t r;
-
-	for (; n > 0; n -= (size_t)r) {
-		r = read(fd, buf, n < sizeof(buf) ? n : sizeof(buf));
-		ck_assert_int_gt(r, 0);
-	}
-}
-
-/* What stdout_pace_wait() says for a fast reader, then a slow one. */
-static void fast_then_slow_reader(int rd, int size)
-{
-	int64_t wait = 0;
-	int attempt;
-
-	/* A fast reader: the whole pipe read at once, refilled at once.  The
-	 * pause is three quarters of the time that took; a few tries, in case
-	 * this process was descheduled in between for longer than that. */
-	for (attempt = 0; attempt < 5 && wait == 0; attempt++) {
-		read_all(rd, (size_t)size);
-		write_all(STDOUT_FILENO, (size_t)size);
-		wait = stdout_pace_wait(written);
-	}
-	if (!may_use_several_cpus()) {
-		/* The reader would share our CPU: never paced. */
-		ck_assert_int_eq(wait, 0);
-		return;
-	}
-	ck_assert_int_gt(wait, 0);
-	ck_assert_int_le(wait, OUTPACE_MAX_WAIT_NS);
-	/* Then slow: 4 KiB per 5 ms.  The smoothed rate halves with each
-	 * sample, and soon room is awaited instead of a pause. */
-	for (attempt = 0; attempt < 8 && wait > 0; attempt++) {
-		read_all(rd, 4 * KiB);
-		usleep(5000);
-		wait = stdout_pace_wait(written);
-	}
-	ck_assert_int_eq(wait, 0);
-}
-
-START_TEST(test_stdout_pipe_is_measured)
-{
-	int fds[2], saved = dup(STDOUT_FILENO), size;
-
-	/* stdout_pace_* look at the real pipe (FIONREAD, the clock). */
-	ck_assert_int_eq(pipe(fds), 0);
-	size = fcntl(fds[1], F_SETPIPE_SZ, MiB);
-	if (size < MiB)
-		size = fcntl(fds[1], F_GETPIPE_SZ);
-	ck_assert_int_ge(dup2(fds[1], STDOUT_FILENO), 0);
-	stdout_pace_init(STDOUT_FILENO);
-	write_all(STDOUT_FILENO, (size_t)size);
-	ck_assert_int_eq(stdout_pace_wait(written), 0); /* first sample */
-	fast_then_slow_reader(fds[0], size);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	close(fds[0]);
-	close(fds[1]);
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("outpace");
@@ -219,7 +130,6 @@ int main(void)
 	tcase_add_test(tc, test_stalled_reader_ends_the_pacing);
 	tcase_add_test(tc, test_pipe_run_dry_shortens_pauses);
 	tcase_add_test(tc, test_old_sample_is_forgotten);
-	tcase_add_test(tc, test_stdout_pipe_is_measured);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -5,15 +5,16 @@
  * replies spliced through the pipe pool, and reply output.
  *
  * Each input is a byte stream exactly as a client writes it to the
- * server's stdin.  The loop is sftp-server.c's serve(): the input arrives
- * in reads of varied sizes, is cut into packets as frame_input() does (a
- * length over 262144 or of 0 ends the session, as does the end of the
- * input), admitted while the queue has room, dispatched, completed, and
- * written to "stdout" (a pipe the target reads back, sometimes late) in
- * writes and splices of varied sizes, until the session would end.
- * Between inputs every handle is closed, the queue reset and the work
- * directory emptied.
- *
+ * server's stdin.  The loop is the server's own (session.c and output.c,
+ * as main runs them): stdin and stdout are operation tables here, the
+ * input arriving in reads of varied sizes, replies leaving through
+ * "stdout" (a pipe the target reads back, sometimes late) in writes and
+ * splices of varied sizes.  For some inputs (chosen by a hash of the
+ * input) stdout's reader vanishes after a number of writes, or a write
+ * fails with EIO.  The session runs until it says it is over.  Between
+ * inputs every handle is closed, the queue reset and the work directory
+ * emptied.
+
  * Besides ASan, UBSan and LSan, the target itself aborts (= a crash
  * libFuzzer reports) when:
  *   - fatal_exit() is reached: within the packet path that only happens
@@ -22,7 +23,11 @@
  *   - a reply is malformed, longer than 256 KiB, answers a request that
  *     is not the next one expecting a reply, or a request that expects a
  *     reply gets none (replies leave in arrival order, exactly once);
- *   - nothing moves while requests are still waiting (a stall);
+ *   - nothing moves (no input framed, no request done, no byte in or out)
+ *     for many turns while requests are still waiting (a stall), or the
+ *     session would sleep with nothing that could wake it;
+ *   - a write is tried after the reader was seen leaving, or a failed
+ *     write does not end the session with status 1;
  *   - a descriptor is still open after all handles were closed, or one
  *     the input did not open was closed (the splice pipe pool excepted,
  *     which only has to stay within its size).
@@ -60,6 +65,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -74,16 +80,18 @@
 #include "handle.h"
 #include "handlers.h"
 #include "input.h"
+#include "lease.h"
 #include "log.h"
+#include "output.h"
 #include "pipes.h"
 #include "queue.h"
 #include "server.h"
+#include "session.h"
 #include "sftp.h"
 
 /* As sftp-server.c. */
 #define INPUT_CHUNK (1024 * 1024)
 #define INPUT_CHUNKS 16
-#define MAX_REPLY_PACKET (SFTP_MAX_MSG_LENGTH + 1024)
 #define WRITE_MERGE (256 * 1024)
 /* Small bounds, so back-pressure paths run often. */
 #define FUZZ_QUEUE_DEPTH 16
@@ -471,6 +479,7 @@ static void check_fds(void)
 static void reset_session(void)
 {
 	handle_close_all();
+	lease_release_all(); /* and the descriptors kept for them */
 	queue_reset();
 	srv.init_done = 0;
 	srv.client_version = 0;
@@ -589,14 +598,19 @@ static void check_all_answered(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* The event loop of sftp-server.c, with the input taken from the fuzz
- * data and "stdout" a pipe the target reads back. */
+/* The server's own loop (session.c, output.c), with "stdin" the fuzz
+ * data and "stdout" a pipe the target reads back.  Both are operation
+ * tables that move bytes in pieces of varied sizes; for some inputs the
+ * reader vanishes after a number of writes, or a write fails. */
 
 static const uint8_t *in_data; /* the fuzz input, "stdin" */
 static size_t in_size, in_off;
-static int input_eof, input_stop;
 static uint64_t rng;
 static uint64_t progress; /* changes whenever something moved */
+static int vanish_after;  /* writes before the reader leaves; -1 never */
+static int fail_after;    /* writes before one fails with EIO; -1 never */
+static int vanished, failed;
+static int64_t fake_now; /* the session's clock: only timeouts move it */
 
 static unsigned next_random(unsigned n)
 {
@@ -618,192 +632,253 @@ static size_t io_size(void)
 	}
 }
 
-static int complete_packet_waiting(void)
+/* The requests the server will frame, as its framer cuts them: whole
+ * packets up to the end, or to a length of 0 or past the maximum. */
+static void note_requests(void)
 {
-	size_t avail;
-	const uint8_t *p = input_data(&avail);
+	size_t off = 0;
+	uint32_t len;
 
-	return !input_stop && avail >= 4 && avail - 4 >= peek_u32(p);
+	while (in_size - off >= 4) {
+		len = peek_u32(in_data + off);
+		if (len == 0 || len > SFTP_MAX_MSG_LENGTH ||
+		    in_size - off - 4 < len)
+			break;
+		note_sent(in_data + off + 4, len);
+		off += 4 + (size_t)len;
+	}
 }
 
-/* read_input() */
-static void read_input(void)
+static ssize_t fuzz_read(void *buf, size_t room)
 {
-	size_t room, n;
-	uint8_t *buf;
+	size_t n = io_size();
 
-	if (input_eof || input_stop)
-		return;
-	if (in_off == in_size) {
-		input_eof = 1;
-		progress++;
-		return;
-	}
-	if ((buf = input_space(&room, input_missing())) == NULL)
-		return;
-	n = io_size();
+	if (in_off == in_size)
+		return 0;
 	if (n > room)
 		n = room;
 	if (n > in_size - in_off)
 		n = in_size - in_off;
 	memcpy(buf, in_data + in_off, n);
-	input_added(n);
 	in_off += n;
 	progress++;
+	return (ssize_t)n;
 }
 
-/* frame_input(), with the library's framing */
-static void frame_input(void)
+static size_t fuzz_waiting(void)
 {
-	struct request *req;
-	int rc;
-
-	while (!input_stop && queue_has_room()) {
-		rc = input_frame(&req, MAX_REPLY_PACKET);
-		if (rc == FRAME_NONE)
-			break;
-		if (rc != FRAME_REQUEST) {
-			if (rc == FRAME_NOMEM)
-				bug("request_new failed");
-			input_stop = 1; /* exit 11 or 255 */
-			break;
-		}
-		note_sent(req->packet, req->packet_len);
-		queue_admit(req);
-		progress++;
-	}
+	return in_size - in_off;
 }
 
-static int more_input_ready(void)
-{
-	size_t room;
+static const struct input_ops fuzz_in = {fuzz_read, fuzz_waiting};
 
-	return coalesce_pending() && !input_eof && !input_stop &&
-	       queue_has_room() &&
-	       input_space(&room, input_missing()) != NULL && in_off < in_size;
-}
-
-/* The client reads what reached "stdout". */
+/* The client reads what reached "stdout" (and, once it has vanished,
+ * throws it away: replies may end anywhere then). */
 static void read_output(void)
 {
 	uint8_t buf[65536];
 	ssize_t n;
 
 	while ((n = read(out_rd, buf, sizeof(buf))) > 0) {
-		parse_output(buf, (size_t)n);
+		if (!vanished && !failed)
+			parse_output(buf, (size_t)n);
 		progress++;
 	}
 	if (n == -1 && errno != EAGAIN)
 		bug("read from the output pipe: %s", strerror(errno));
 }
 
-/* write_output(): 1 when "stdout" took less than was offered. */
-static int write_output(void)
+/* Before each write: does the reader leave, or the write fail? */
+static int write_fails(void)
 {
-	struct iovec iov[64];
-	size_t len, budget, sum;
-	ssize_t n;
-	int cnt, fd, i;
-
-	for (;;) {
-		queue_output_consumed(0);
-		budget = io_size();
-		if ((fd = queue_output_pipe(&len)) >= 0) {
-			n = splice(fd, NULL, out_wr, NULL,
-			           len < budget ? len : budget,
-			           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n == -1 && errno == EAGAIN)
-				return 1;
-			if (n <= 0)
-				bug("splice to the output pipe: %s",
-				    n == 0 ? "nothing moved" : strerror(errno));
-			pipes_output_written((size_t)n);
-			queue_output_piped((size_t)n);
-		} else {
-			if ((cnt = queue_output_iov(iov, 64)) == 0)
-				return 0;
-			for (i = 0, sum = 0; i < cnt; i++) {
-				if (iov[i].iov_len > budget - sum) {
-					iov[i].iov_len = budget - sum;
-					cnt = i + 1;
-					break;
-				}
-				sum += iov[i].iov_len;
-			}
-			n = writev(out_wr, iov, cnt);
-			if (n == -1 && errno == EAGAIN)
-				return 1;
-			if (n <= 0)
-				bug("writev to the output pipe: %s",
-				    n == 0 ? "nothing moved" : strerror(errno));
-			pipes_output_written((size_t)n);
-			queue_output_consumed((size_t)n);
-		}
-		progress++;
-		/* Sometimes the client is slow to read. */
-		if (next_random(4) != 0)
-			read_output();
-		if (budget != SIZE_MAX && next_random(3) == 0)
-			return 1;
+	if (vanished)
+		bug("a write after stdout's reader was seen leaving");
+	if (vanish_after >= 0 && vanish_after-- == 0) {
+		vanished = 1;
+		errno = EPIPE;
+		return 1;
 	}
+	if (fail_after >= 0 && fail_after-- == 0) {
+		failed = 1;
+		errno = EIO;
+		return 1;
+	}
+	return 0;
 }
 
-static int finished(void)
+static ssize_t after_write(ssize_t n)
 {
-	if (!queue_idle())
-		return 0;
-	if (queue_fatal_status() != 0 || input_stop)
-		return 1;
-	return input_eof && !complete_packet_waiting();
+	if (n == 0)
+		bug("a write to the output pipe moved nothing");
+	if (n == -1 && errno != EAGAIN)
+		bug("write to the output pipe: %s", strerror(errno));
+	if (n > 0)
+		progress++;
+	/* Sometimes the client is slow to read. */
+	if (next_random(4) != 0)
+		read_output();
+	return n;
+}
+
+static ssize_t fuzz_writev(const struct iovec *iov, int cnt)
+{
+	struct iovec part[64];
+	size_t budget = io_size(), sum = 0;
+	int i;
+
+	if (write_fails())
+		return -1;
+	if (cnt > 64)
+		cnt = 64;
+	for (i = 0; i < cnt; i++) {
+		part[i] = iov[i];
+		if (part[i].iov_len > budget - sum) {
+			part[i].iov_len = budget - sum;
+			cnt = i + 1;
+			break;
+		}
+		sum += part[i].iov_len;
+	}
+	return after_write(writev(out_wr, part, cnt));
+}
+
+static ssize_t fuzz_splice(int pipe_rd, size_t len)
+{
+	size_t budget = io_size();
+
+	if (write_fails())
+		return -1;
+	return after_write(splice(pipe_rd, NULL, out_wr, NULL,
+	                          len < budget ? len : budget,
+	                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
+}
+
+static int64_t fuzz_unread(void)
+{
+	int n = 0;
+
+	return ioctl(out_rd, FIONREAD, &n) == 0 ? n : -1;
+}
+
+static const struct output_ops fuzz_out = {fuzz_writev, fuzz_splice,
+                                           fuzz_unread};
+
+/* What the server would sleep on, and what would wake it: input and
+ * completions are always there at once, room in stdout once the client
+ * has read, its reader's leaving as soon as it happened.  Else the time
+ * runs out (and a client waiting for replies reads them meanwhile). */
+static void sleep_and_wake(void)
+{
+	struct session_wait w;
+	struct session_events ev = {0};
+
+	session_plan(&w, fake_now);
+	if (w.input)
+		ev.input = 1;
+	if (w.watch_output && vanished)
+		ev.output_error = 1;
+	if (w.output) {
+		read_output();
+		ev.output = 1;
+	}
+	if (w.completion_fd >= 0)
+		bug("the plain back end has no completion descriptor");
+	if (!ev.input && !ev.output && !ev.output_error) {
+		if (w.timeout_ns < 0 && !w.watch_output)
+			bug("asleep for ever: nothing to wait for");
+		ev.timed_out = w.timeout_ns >= 0;
+		fake_now += w.timeout_ns > 0 ? w.timeout_ns : 1000000;
+		if (!vanished)
+			read_output();
+	}
+	session_wake(&ev, fake_now);
+}
+
+/* After the session: whatever a failed write left in flight is finished,
+ * so the next input starts from nothing. */
+static void settle(void)
+{
+	int rc;
+
+	coalesce_flush();
+	backend->flush();
+	while (backend->in_flight() > 0)
+		if ((rc = io_reap_ready()) < 0)
+			bug("I/O completion: %s", strerror(-rc));
+}
+
+static size_t unframed(void)
+{
+	size_t avail;
+
+	input_data(&avail);
+	return avail;
+}
+
+static uint64_t input_hash(const uint8_t *data, size_t size)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < size; i++)
+		h = (h ^ data[i]) * 1099511628211ULL;
+	return h;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned before, spins = 0;
 	uint64_t seen;
-	size_t avail;
-	int rc;
+	size_t avail, framed;
+	int step;
 
 	snapshot_fds(fds_before);
 	in_data = data;
 	in_size = size;
 	in_off = 0;
-	input_eof = input_stop = 0;
-	rng = size;
+	rng = input_hash(data, size);
+	vanish_after = next_random(8) == 0 ? (int)next_random(24) : -1;
+	fail_after = next_random(16) == 0 ? (int)next_random(24) : -1;
+	vanished = failed = 0;
+	fake_now = 1000000000;
 	num_sent = next_expected = 0;
 	out_hdr_len = 0;
 	out_skip = 0;
+	note_requests();
+	output_init(&fuzz_out, 0);
+	session_init(&fuzz_in);
 	for (;;) {
 		seen = progress;
-		frame_input();
-		queue_dispatch(more_input_ready());
 		before = queue_count();
-		write_output();
-		if (queue_count() < before)
-			continue;
-		if (finished())
+		framed = unframed();
+		step = session_turn();
+		if (step == SESSION_DONE)
 			break;
-		read_input();
-		if ((rc = io_reap_ready()) < 0)
-			bug("I/O completion: %s", strerror(-rc));
-		if (rc > 0)
-			progress++;
-		/* Nothing moved: let the client read everything, as a
-		 * client waiting for replies would; many turns in a row
-		 * without progress mean the server is stuck. */
-		if (progress == seen) {
-			read_output();
-			if (++spins > 16)
+		if (step == SESSION_WAIT)
+			sleep_and_wake();
+		/* Many turns in a row without anything moving (input framed,
+		 * requests done, bytes in or out; the client reads all it is
+		 * sent meanwhile) mean the server is stuck. */
+		if (progress == seen && queue_count() == before &&
+		    unframed() == framed) {
+			if (++spins > 64)
 				bug("stall: %u requests, %zu reply bytes, "
-				    "%zu input bytes left, nothing moves",
+				    "%zu input bytes left, %zu unframed, "
+				    "room %d, idle %d, fatal %d, nothing moves",
 				    queue_count(), queue_output_bytes(),
-				    in_size - in_off);
+				    in_size - in_off, unframed(),
+				    queue_has_room(), queue_idle(),
+				    queue_fatal_status());
 		} else {
 			spins = 0;
 		}
 	}
+	settle();
 	read_output();
-	check_all_answered();
+	if (!vanished && !failed)
+		check_all_answered();
+	else if (failed && session_exit_status(&(const char *){NULL}) != 1)
+		bug("a failed write did not end the session with status 1");
 	/* What the framer left (a packet cut short by the end). */
 	input_data(&avail);
 	input_take(avail, NULL);
@@ -855,6 +930,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	int log_fd, rc, out[2], level;
 
 	fix_arguments(argc, argv);
+	/* Nothing else here breaks a lease of ours; if our own requests
+	 * did, they would hang in open() and libFuzzer report a timeout. */
+	signal(SIGIO, SIG_IGN);
 	setup_work_dir();
 	if ((work_fd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
 	        -1 ||
@@ -898,8 +976,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	out_wr = out[1];
 	(void)fcntl(out_wr, F_SETPIPE_SZ, 1024 * 1024);
 	if (!srv.opt.no_splice && backend->can_splice() &&
-	    pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH, out_wr) !=
-	        0)
+	    pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH) != 0)
 		fprintf(stderr, "fuzz_packets: no splicing here\n");
 	reset_session();
 	return 0;

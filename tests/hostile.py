@@ -53,6 +53,21 @@ gives it) and misbehaves:
                   the file, and so is every complete WRITE it received
   unknown-types   unknown packet types between requests: no reply to them,
                   no stall (the next reply comes promptly)
+  splice-truncate  a READ's reply in stdout, unread, while another process
+                  truncates the file to 100 bytes and appends 8000 C: the
+                  reply holds the old 64 KiB of A (pipes and socketpair;
+                  handle open or closed behind the READ, or a file another
+                  process has open for writing)
+  vanished-client  a READ's reply unread, then a request that waits for
+                  the reader (a WRITE through a second handle, an OPEN for
+                  writing, an OPEN of another file), then the client
+                  closes both ends: the server carries out what it
+                  received and exits
+  stalled-client-sleeps  the client reads nothing for a while with such a
+                  request waiting, or behind a flood of READs: at most 10
+                  wake-ups a second (voluntary context switches)
+  hints-small-depth  --queue-depth 1 to 8: a sequential download with
+                  fsync and copy-data between its READs; none fails
   corpus          every stream in the given corpus directories (fuzz seeds
                   and fuzz regressions) replayed: no crash, no hang
 
@@ -1143,6 +1158,334 @@ def check_corpus():
     require(not bad, "; ".join(bad))
 
 
+# ------------------------------------------------------------ issue 10
+
+DATA_HDR = 13  # length, type, id, data length
+
+
+def unread_bytes(fd):
+    """Bytes waiting for the client on its end of stdout, not read."""
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return buf[0]
+
+
+def wait_unread(c, n, timeout=20):
+    """Wait until at least n bytes wait for the client, without reading
+    them (they stay in the server's stdout)."""
+    deadline = time.monotonic() + timeout
+    while unread_bytes(c.rfd) < n:
+        if time.monotonic() > deadline:
+            raise CheckFailed("only %d of %d reply bytes arrived"
+                              % (unread_bytes(c.rfd), n))
+        time.sleep(0.01)
+
+
+def lease_breaking(path):
+    """Someone waits for a lease on path to go (/proc/locks says
+    BREAKING)."""
+    ino = os.stat(path).st_ino
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                w = line.split()
+                if ("BREAKING" in w or "BREAKER" in w) and \
+                        any(x.endswith(":%d" % ino) for x in w):
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+TRUNCATOR = """
+import os, sys
+path = sys.argv[1]
+if len(sys.argv) > 2:
+    fd = int(sys.argv[2])
+    os.ftruncate(fd, 100)
+    os.lseek(fd, 0, os.SEEK_END)
+    os.write(fd, b"C" * 8000)
+else:
+    os.truncate(path, 100)
+    with open(path, "ab") as f:
+        f.write(b"C" * 8000)
+"""
+
+
+def truncate_behind(c, path, writer_fd=None, close=False):
+    """A 64 KiB file of A; READ(0, 65536) (and CLOSE with close) sent, the
+    reply in the server's stdout and not read; another process truncates
+    the file to 100 bytes and appends 8000 C (through writer_fd, a
+    descriptor it already has open for writing, if given); only then is
+    the reply read.  It must hold only bytes the file held: 65536 A."""
+    h = c.check_handle(c.open(os.path.basename(path), FXF_READ))
+    pkt = req(FXP_READ, 7, string(h) + u64(0) + u32(65536))
+    want = DATA_HDR + 65536
+    if close:
+        pkt += req(FXP_CLOSE, 8, string(h))
+        want += 28  # the STATUS after it
+    write_noread(c, pkt, 20)
+    wait_unread(c, want)
+    argv = [sys.executable, "-c", TRUNCATOR, path]
+    fds = ()
+    if writer_fd is not None:
+        argv.append(str(writer_fd))
+        fds = (writer_fd,)
+    t = subprocess.Popen(argv, pass_fds=fds)
+    try:
+        # Until it is done, or waits for the server to let go of its
+        # lease: either way, what it does happens before the reply is
+        # read (or not at all until then).
+        deadline = time.monotonic() + 20
+        while t.poll() is None and not lease_breaking(path):
+            require(time.monotonic() < deadline,
+                    "the truncating process neither ends nor waits")
+            time.sleep(0.01)
+        waited = t.poll() is None
+        rep = c.expect(7)
+        require(rep.type == FXP_DATA, "READ: %r" % rep)
+        data = rep.data
+        bad = [i for i, b in enumerate(data) if b != ord("A")]
+        require(not bad, "the reply holds %d bytes the file did not hold "
+                "when the reply left, first at %d: %r (of %d)" % (
+                    len(bad), bad[0] if bad else 0,
+                    data[bad[0]:bad[0] + 8] if bad else b"", len(data)))
+        require(len(data) == 65536, "READ of a 64 KiB file held %d bytes "
+                "when it left" % len(data))
+        if close:
+            c.check_ok(c.expect(8), "close")
+        require(t.wait(30) == 0, "the truncating process failed")
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+    with open(path, "rb") as f:
+        require(f.read() == b"A" * 100 + b"C" * 8000,
+                "the file was not truncated and appended to")
+    return waited, h
+
+
+def check_splice_vs_truncate():
+    """Issue 10 item 1, on pipes and a socketpair: the reply was spliced
+    (or copied) before another process truncated and rewrote the file;
+    it still holds the old bytes.  Then the same with the handle closed
+    behind the READ, and with a file someone has open for writing (no
+    lease can be had there: the server copies)."""
+    for sp in (False, True):
+        for variant in ("open", "closed", "writer"):
+            d = fresh_dir("splice-truncate")
+            path = os.path.join(d, "f")
+            with open(path, "wb") as f:
+                f.write(b"A" * 65536)
+            writer = None
+            if variant == "writer":
+                writer = os.open(path, os.O_RDWR)
+            try:
+                with start(d, socketpair=sp) as c:
+                    c.init()
+                    waited, h = truncate_behind(c, path, writer,
+                                                variant == "closed")
+                    # The handle goes on, now with the new content.
+                    if variant != "closed":
+                        rep = c.read(h, 0, 65536)
+                        require(rep.type == FXP_DATA and
+                                rep.data ==
+                                b"A" * 100 + b"C" * 8000,
+                                "READ after the truncation: %r" % rep)
+                        c.check_ok(c.close_handle(h), "close")
+                    require_exit(c, 0)
+            finally:
+                if writer is not None:
+                    os.close(writer)
+            log("%s, %s: the truncation %s" % (
+                "socketpair" if sp else "pipes", variant,
+                "waited for the reply to be read" if waited
+                else "went ahead (the reply was a copy)"))
+
+
+def vanish(c):
+    """The client closes both ends without reading anything more; the
+    server must exit (it would wait for a reader that never comes)."""
+    t0 = time.monotonic()
+    if c.sock is not None:
+        c.sock.close()
+        c.sock = None
+    else:
+        c.proc.stdin.close()
+        c.proc.stdout.close()
+    c.wclosed = True
+    try:
+        rc = c.proc.wait(20)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed("the server did not exit after the client "
+                          "vanished")
+    require(0 <= rc < 128, "server %s" % exit_text(rc))
+    return time.monotonic() - t0
+
+
+def check_vanished_client():
+    """Issue 10 item 2: a READ whose reply is not read, then a request
+    that must wait for the reader (a WRITE to the range through a second
+    handle, an OPEN for writing of the same file, an OPEN of another
+    file), then the client closes both pipes (or its socket).  The server
+    carries out what it received and exits."""
+    for sp in (False, True):
+        for case in ("write-2nd-handle", "open-same-for-write",
+                     "open-other"):
+            d = fresh_dir("vanished")
+            path = os.path.join(d, "f")
+            with open(path, "wb") as f:
+                f.write(b"A" * 65536)
+            with open(os.path.join(d, "g"), "wb") as f:
+                f.write(b"G" * 100)
+            c = start(d, socketpair=sp, timeout=30)
+            try:
+                c.init()
+                h = c.check_handle(c.open("f", FXF_READ))
+                pkts = b""
+                if case == "write-2nd-handle":
+                    h2 = c.check_handle(c.open("f", FXF_WRITE))
+                    pkts = req(FXP_READ, 7, string(h) + u64(0) + u32(65536))
+                    pkts += req(FXP_WRITE, 8, string(h2) + u64(0)
+                                + string(b"W" * 1000))
+                elif case == "open-same-for-write":
+                    pkts = req(FXP_READ, 7, string(h) + u64(0) + u32(65536))
+                    pkts += req(FXP_OPEN, 8, string("f") + u32(FXF_WRITE)
+                                + u32(0))
+                    pkts += req(FXP_WRITE, 9, string(b"\0\0\0\1") + u64(0)
+                                + string(b"W" * 1000))
+                else:
+                    pkts = req(FXP_READ, 7, string(h) + u64(0) + u32(65536))
+                    pkts += req(FXP_OPEN, 8, string("g") + u32(FXF_READ)
+                                + u32(0))
+                write_noread(c, pkts, 20)
+                wait_unread(c, DATA_HDR + 65536)
+                time.sleep(0.2)  # let it settle into waiting
+                took = vanish(c)
+            finally:
+                c.close()
+            with open(path, "rb") as f:
+                got = f.read(1000)
+            if case != "open-other":
+                require(got == b"W" * 1000, "%s: the WRITE received before "
+                        "the client left is not in the file" % case)
+            log("%s, %s: exited %.2f s after the client left" % (
+                "socketpair" if sp else "pipes", case, took))
+
+
+def ctxt_switches(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise CheckFailed("no voluntary_ctxt_switches for %d" % pid)
+
+
+WAKEUP_SECONDS = 2.0
+WAKEUP_LIMIT = 10  # per second
+
+
+def count_wakeups(c):
+    """The server's sleeps (voluntary context switches) over a few
+    seconds while the client reads nothing."""
+    time.sleep(0.5)  # past the first, quick rechecks
+    before = ctxt_switches(c.proc.pid)
+    time.sleep(WAKEUP_SECONDS)
+    return ctxt_switches(c.proc.pid) - before
+
+
+def check_stalled_client_sleeps():
+    """Issue 10 item 2: a client that stops reading while a request waits
+    for it (an OPEN for writing behind a spliced READ; a flood of READs
+    whose replies fill stdout) costs at most 10 wake-ups a second."""
+    d = fresh_dir("stalled")
+    with open(os.path.join(d, "f"), "wb") as f:
+        f.write(pattern(8 * MIB, 9))
+    for sp in (False, True):
+        for case in ("open-behind-read", "read-flood"):
+            with start(d, socketpair=sp, timeout=30) as c:
+                c.init()
+                h = c.check_handle(c.open("f", FXF_READ))
+                if case == "open-behind-read":
+                    pkts = req(FXP_READ, 7, string(h) + u64(0) + u32(65536))
+                    pkts += req(FXP_OPEN, 8, string("f") + u32(FXF_WRITE)
+                                + u32(0))
+                    n = 2
+                else:
+                    n = 256
+                    pkts = b"".join(req(FXP_READ, 100 + i, string(h)
+                                        + u64(i * FLOOD_CHUNK)
+                                        + u32(FLOOD_CHUNK))
+                                    for i in range(n))
+                write_noread(c, pkts, 20)
+                woke = count_wakeups(c)
+                log("%s, %s: %d wake-ups in %.0f s" % (
+                    "socketpair" if sp else "pipes", case, woke,
+                    WAKEUP_SECONDS))
+                require(woke <= WAKEUP_LIMIT * WAKEUP_SECONDS,
+                        "%s: %d wake-ups in %.0f s while the client read "
+                        "nothing" % (case, woke, WAKEUP_SECONDS))
+                # Then everything is answered.
+                for i in range(n):
+                    rep = c.recv(30)
+                    require(rep.type in (FXP_DATA, FXP_HANDLE),
+                            "%s: reply %d: %r" % (case, i, rep))
+                require_exit(c, 0)
+
+
+def check_hints_small_depth():
+    """Issue 10 item 6: with --queue-depth 1 to 8, read-ahead hints of a
+    sequential download never make fsync or copy-data fail."""
+    d = fresh_dir("hints")
+    size = 4 * MIB
+    data = pattern(size, 10)
+    for depth in (1, 2, 4, 8):
+        for i in range(3):
+            with open(os.path.join(d, "f%d" % i), "wb") as f:
+                f.write(data)
+        c = sc.Client(server_argv(["--queue-depth", str(depth)]), cwd=d,
+                      timeout=30)
+        with c:
+            c.init()
+            bad = []
+            for i in range(3):
+                h = c.check_handle(c.open("f%d" % i, FXF_READ))
+                w = c.check_handle(c.open("copy%d" % i, FXF_WRITE
+                                          | FXF_CREAT | FXF_TRUNC))
+                c.begin_batch()
+                want = []
+                chunk = 64 * KIB
+                for k in range(size // chunk):
+                    want.append(("read", c.read(h, k * chunk, chunk,
+                                                wait=False)))
+                    if k % 4 == 3:
+                        want.append(("fsync", c.extended(
+                            "fsync@openssh.com", string(w), wait=False)))
+                        want.append(("copy-data", c.extended(
+                            "copy-data", string(h) + u64((k - 3) * chunk)
+                            + u64(4 * chunk) + string(w)
+                            + u64((k - 3) * chunk),
+                            wait=False)))
+                c.end_batch()
+                for what, rid in want:
+                    rep = c.expect(rid)
+                    if what == "read":
+                        ok = rep.type == FXP_DATA
+                    else:
+                        ok = rep.is_status(FX_OK)
+                    if not ok:
+                        bad.append("%s: %r" % (what, rep))
+                c.check_ok(c.close_handle(h), "close")
+                c.check_ok(c.close_handle(w), "close")
+            require(not bad, "--queue-depth %d: %d failed, first %s"
+                    % (depth, len(bad), bad[0] if bad else ""))
+            require_exit(c, 0)
+        for i in range(3):
+            with open(os.path.join(d, "copy%d" % i), "rb") as f:
+                require(f.read() == data, "--queue-depth %d: copy %d "
+                        "differs" % (depth, i))
+
+
 CHECKS = [
     ("oversized", check_oversized),
     ("oversized-after-requests", check_oversized_after_requests),
@@ -1166,6 +1509,10 @@ CHECKS = [
      check_eager_writer_behind_reads_socket),
     ("disconnect", check_disconnect),
     ("unknown-types", check_unknown_types),
+    ("splice-truncate", check_splice_vs_truncate),
+    ("vanished-client", check_vanished_client),
+    ("stalled-client-sleeps", check_stalled_client_sleeps),
+    ("hints-small-depth", check_hints_small_depth),
     ("corpus", check_corpus),
 ]
 

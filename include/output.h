@@ -1,0 +1,67 @@
+/* stdout, the one place replies leave: writev and splice through a small
+ * operation table (the real stdout, or a harness's fake), the byte total,
+ * the ledger of spliced pages still in transit, pacing, and whether
+ * anyone reads stdout at all. */
+#ifndef OUTPUT_H
+#define OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct output_ops {
+	/* As writev(2) and splice(2) from a pipe to stdout, non-blocking:
+	 * bytes moved, or -1 with errno (EAGAIN: full). */
+	ssize_t (*writev)(const struct iovec *iov, int cnt);
+	ssize_t (*splice)(int pipe_rd, size_t len);
+	/* Bytes written to stdout that its reader has not read yet, or -1
+	 * when that cannot be told. */
+	int64_t (*unread)(void);
+};
+
+/* The real stdout (fd 1): FIONREAD on a pipe, SIOCOUTQ on a socket. */
+extern const struct output_ops output_stdout_ops;
+/* Look at the real stdout once at start: what output_stdout_ops need,
+ * and the pipe capacity worth pacing (0: no pacing; see outpace.h). */
+size_t output_stdout_setup(void);
+/* After that: stdout is a pipe or a socket, which splice(2) can fill. */
+int output_stdout_takes_splices(void);
+
+/* Start over (a session): total 0, nothing in transit, a reader. */
+void output_init(const struct output_ops *ops, size_t pace_capacity);
+
+enum output_result {
+	OUTPUT_MOVED, /* *moved bytes went out (at least one) */
+	OUTPUT_FULL,  /* stdout takes nothing now: wait for room */
+	OUTPUT_GONE,  /* its reader left (now or before): drop replies */
+	OUTPUT_FAILED /* another error, errno set: end the session */
+};
+int output_writev(const struct iovec *iov, int cnt, size_t *moved);
+int output_splice(int pipe_rd, size_t len, size_t *moved);
+
+/* The bytes just spliced out came from this file, [off, off + len) of
+ * the READ they answer: its pages until stdout's reader has read them. */
+void output_spliced(dev_t dev, ino_t ino, uint64_t off, uint64_t len);
+/* Spliced bytes may still be unread: any file's, or in this range of
+ * this file.  Nothing may change them meanwhile. */
+int output_in_transit(void);
+int output_range_in_transit(dev_t dev, ino_t ino, uint64_t start, uint64_t end);
+
+/* stdout's reader has gone (EPIPE, POLLERR/POLLHUP): what is in transit
+ * will never be read, every later reply is dropped. */
+void output_lost(void);
+int output_gone(void);
+
+/* All bytes written so far, and how many of them the reader has read
+ * (all of them when that cannot be told and nothing is in transit). */
+uint64_t output_total(void);
+uint64_t output_read_by_reader(void);
+
+/* Pacing (outpace.h) of a full stdout, at now_ns: how long to sleep
+ * before writing again (0: wait for room instead), and whether a pause
+ * woken early is over. */
+int64_t output_pace_wait(int64_t now_ns);
+int output_pace_woke(int64_t now_ns);
+
+#endif

@@ -1,0 +1,71 @@
+/* The event loop's decisions: when to read, frame and admit input, when
+ * merged writes may wait, writing replies, what to sleep on, and when the
+ * session is over.  The system calls stay with the caller: stdin and
+ * stdout are operation tables (input_ops here, output.h), and sleeping
+ * (ppoll) is the caller's, told what to wait for by session_plan() and
+ * what woke it by session_wake().  main and the fuzzer both run this. */
+#ifndef SESSION_H
+#define SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct input_ops {
+	/* As read(2) from stdin, non-blocking: bytes, 0 at its end, or -1
+	 * with errno (EAGAIN: nothing yet). */
+	ssize_t (*read)(void *buf, size_t len);
+	/* Bytes that can be read now without waiting (FIONREAD); 0 when
+	 * none, or when that cannot be told. */
+	size_t (*waiting)(void);
+};
+
+/* The real stdin (fd 0). */
+extern const struct input_ops session_stdin_ops;
+
+/* Start a session reading from in.  The queue, back end, input buffer
+ * and output must be set up (and, between sessions, reset) by the
+ * caller. */
+void session_init(const struct input_ops *in);
+
+enum session_step {
+	SESSION_AGAIN, /* something moved: turn again before sleeping */
+	SESSION_WAIT,  /* nothing to do now: plan, sleep, wake */
+	SESSION_DONE   /* over: see session_exit_status() */
+};
+/* One turn: frame input, dispatch requests, reap what the back end
+ * finished, write replies. */
+int session_turn(void);
+
+struct session_wait {
+	int input;          /* wait for stdin to be readable */
+	int watch_output;   /* watch stdout for its reader leaving */
+	int output;         /* ... and for room in it */
+	int completion_fd;  /* wait for this to be readable, or -1 */
+	int64_t timeout_ns; /* wake after this long at most; -1: no limit */
+};
+/* What to sleep on, at now_ns. */
+void session_plan(struct session_wait *w, int64_t now_ns);
+
+struct session_events {
+	int input;        /* stdin is readable (or at its end) */
+	int output;       /* stdout has room */
+	int output_error; /* stdout's reader has gone (POLLERR, POLLHUP) */
+	int timed_out;    /* the timeout passed, nothing else woke us */
+};
+/* What woke the caller (a signal: all zero), at now_ns. */
+void session_wake(const struct session_events *ev, int64_t now_ns);
+
+/* Once the session is over: its exit status, and the message to end
+ * with through fatal_exit (NULL: a normal end). */
+int session_exit_status(const char **fatal);
+
+/* Rechecks of what nothing announces (stdout's reader catching up,
+ * bytes waiting in held-back stdin): first after base_ns, then twice as
+ * long each time nothing moved in between, up to SESSION_RECHECK_MAX_NS,
+ * so a stalled client costs at most a few wake-ups per second.  prev_ns:
+ * the last interval, 0 when there was none. */
+#define SESSION_RECHECK_MAX_NS 125000000
+int64_t session_backoff(int64_t prev_ns, int moved, int64_t base_ns);
+
+#endif

@@ -1,0 +1,407 @@
+/* The event loop's decisions; see session.h.  Everything here works on
+ * the queue, the input buffer, output.h and the back end, never on a
+ * descriptor of its own, so the fuzzer runs exactly what the server
+ * runs. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "coalesce.h"
+#include "input.h"
+#include "lease.h"
+#include "log.h"
+#include "output.h"
+#include "pipes.h"
+#include "queue.h"
+#include "server.h"
+#include "session.h"
+#include "sftp.h"
+
+/* Largest reply we build: a DATA of SFTP_MAX_READ_LENGTH fits well. */
+#define MAX_REPLY_PACKET (SFTP_MAX_MSG_LENGTH + 1024)
+#define MAX_IOV 64
+/* Replies waiting on a full stdout that keep it busy for a while; while
+ * they do, stdin is not watched, only looked at now and then. */
+#define OUTPUT_BACKLOG (1024 * 1024)
+#define HELD_INPUT_RECHECK_NS 10000000
+/* A request waits for stdout's reader: look again this soon at first. */
+#define READER_RECHECK_NS 1000000
+/* Nothing to do for this long: close the spare splice pipes, which count
+ * against the user's pipe buffer quota (fs.pipe-user-pages-soft). */
+#define SPARE_PIPES_IDLE_NS 1000000000
+
+static ssize_t stdin_read(void *buf, size_t len)
+{
+	return read(STDIN_FILENO, buf, len);
+}
+
+static size_t stdin_waiting(void)
+{
+	int avail = 0;
+
+	return ioctl(STDIN_FILENO, FIONREAD, &avail) == 0 && avail > 0
+	           ? (size_t)avail
+	           : 0;
+}
+
+const struct input_ops session_stdin_ops = {
+    .read = stdin_read,
+    .waiting = stdin_waiting,
+};
+
+static const struct input_ops *in;
+static int input_eof;          /* stdin returned 0 */
+static int input_stop;         /* a framing error: read and frame no more */
+static int end_now;            /* an I/O error on stdin or stdout */
+static int exit_status;        /* the status once everything is answered */
+static const char *exit_fatal; /* logged as fatal before that exit */
+static int out_blocked;        /* stdout was full: wait for room */
+/* The plan's own state: a pacing pause, an idle timeout, the recheck
+ * interval, and what had moved when it was made. */
+static int paced, idle;
+static int64_t recheck_ns;
+static uint64_t progress, progress_seen, reader_seen;
+
+void session_init(const struct input_ops *ops)
+{
+	in = ops;
+	input_eof = input_stop = end_now = 0;
+	exit_status = 0;
+	exit_fatal = NULL;
+	out_blocked = paced = idle = 0;
+	recheck_ns = 0;
+	progress = progress_seen = reader_seen = 0;
+}
+
+static void stop_input(int status, const char *fatal)
+{
+	input_stop = 1;
+	exit_status = status;
+	exit_fatal = fatal;
+}
+
+static void stop_now(int status)
+{
+	end_now = 1;
+	exit_status = status;
+	exit_fatal = NULL;
+}
+
+/* Cut complete packets off the input and admit them, while there is
+ * room. */
+static void frame_input(void)
+{
+	struct request *req;
+
+	while (!input_stop && !end_now && queue_has_room()) {
+		switch (input_frame(&req, MAX_REPLY_PACKET)) {
+		case FRAME_NONE:
+			return;
+		case FRAME_REQUEST:
+			queue_admit(req);
+			progress++;
+			break;
+		case FRAME_TOO_LONG:
+			error("bad message from %s local user %s",
+			      srv.client_addr, srv.user);
+			stop_input(11, NULL);
+			return;
+		case FRAME_EMPTY:
+			stop_input(255, "process: parse: incomplete message");
+			return;
+		default:
+			fatal_exit(255, "frame_input: out of memory");
+		}
+	}
+}
+
+static int complete_packet_waiting(void)
+{
+	size_t avail;
+	const uint8_t *p = input_data(&avail);
+
+	return !input_stop && avail >= 4 && avail - 4 >= peek_u32(p);
+}
+
+/* Room to read stdin into (none while every input chunk is held). */
+static uint8_t *input_room(size_t *room)
+{
+	return input_space(room, input_missing());
+}
+
+static void read_input(void)
+{
+	size_t room;
+	uint8_t *buf = input_room(&room);
+	ssize_t n;
+
+	if (buf == NULL || input_eof || input_stop || end_now)
+		return;
+	n = in->read(buf, room);
+	if (n > 0) {
+		input_added((size_t)n);
+		progress++;
+	} else if (n == 0) {
+		debug("read eof");
+		input_eof = 1;
+	} else if (errno == ECONNRESET) {
+		/* A socketpair's client went away: like end of file. */
+		debug("read: %s", strerror(errno));
+		input_eof = 1;
+	} else if (errno != EAGAIN && errno != EINTR) {
+		error("read: %s", strerror(errno));
+		stop_now(1);
+	}
+}
+
+/* Nobody reads stdout: the replies are dropped as they become ready. */
+static void drop_output(void)
+{
+	struct iovec iov[MAX_IOV];
+	size_t len;
+	int cnt, i;
+
+	for (;;) {
+		queue_output_consumed(0);
+		if (queue_output_pipe(&len) >= 0) {
+			queue_output_piped(len);
+			continue;
+		}
+		if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
+			return;
+		for (len = 0, i = 0; i < cnt; i++)
+			len += iov[i].iov_len;
+		queue_output_consumed(len);
+	}
+}
+
+/* Write what replies are ready; 1 if some remain (stdout is full).  Once
+ * stdout's reader has gone, the requests already received are still
+ * carried out (an upload's last writes land in the file), their replies
+ * dropped, until stdin ends too. */
+static int write_output(void)
+{
+	struct iovec iov[MAX_IOV];
+	size_t len, moved;
+	int cnt, fd, rc;
+
+	for (;;) {
+		if (output_gone()) {
+			drop_output();
+			return 0;
+		}
+		queue_output_consumed(0); /* drops requests with no reply */
+		if ((fd = queue_output_pipe(&len)) >= 0) {
+			rc = output_splice(fd, len, &moved);
+			if (rc == OUTPUT_MOVED)
+				queue_output_piped(moved);
+		} else {
+			if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
+				return 0;
+			rc = output_writev(iov, cnt, &moved);
+			if (rc == OUTPUT_MOVED)
+				queue_output_consumed(moved);
+		}
+		switch (rc) {
+		case OUTPUT_MOVED:
+			progress++;
+			break;
+		case OUTPUT_FULL:
+			return 1;
+		case OUTPUT_GONE:
+			debug("write: %s", strerror(errno));
+			break;
+		default:
+			error("write: %s", strerror(errno));
+			stop_now(1);
+			return 0;
+		}
+	}
+}
+
+static int reap_completions(void)
+{
+	int rc = io_reap_ready();
+
+	if (rc < 0)
+		fatal_exit(1, "I/O completion: %s", strerror(-rc));
+	return rc;
+}
+
+/* More requests are about to arrive: bytes wait in stdin and we will
+ * read and frame them next turn.  Merged writes may wait for those. */
+static int more_input_ready(void)
+{
+	size_t room;
+
+	if (!coalesce_pending() || input_eof || input_stop || end_now ||
+	    !queue_has_room() || input_room(&room) == NULL)
+		return 0;
+	return in->waiting() > 0;
+}
+
+static int finished(void)
+{
+	if (end_now)
+		return 1;
+	if (!queue_idle())
+		return 0;
+	if (queue_fatal_status() != 0 || input_stop)
+		return 1;
+	return input_eof && !complete_packet_waiting();
+}
+
+/* Are pages of this file still on their way to stdout's reader? */
+static int file_in_transit(dev_t dev, ino_t ino)
+{
+	return queue_file_spliced(dev, ino) ||
+	       output_range_in_transit(dev, ino, 0, UINT64_MAX);
+}
+
+int session_turn(void)
+{
+	unsigned before;
+	int reaped;
+
+	if (lease_pending())
+		lease_poll(file_in_transit);
+	frame_input();
+	queue_dispatch(more_input_ready());
+	/* What the back end did at once (writes; everything, for the plain
+	 * one) is answered this turn. */
+	reaped = reap_completions();
+	if (reaped > 0)
+		progress++;
+	/* A full stdout is tried again only once poll says it has room, or
+	 * after a paced pause. */
+	if (!out_blocked) {
+		before = queue_count();
+		out_blocked = write_output();
+		/* Replies that went out may have made room for input already
+		 * read, or unblocked a request: go round before sleeping. */
+		if (queue_count() < before && !end_now)
+			return SESSION_AGAIN;
+	}
+	if (finished())
+		return SESSION_DONE;
+	/* So may completions; but while a stepped request (check-file) goes
+	 * on, stdin and stdout are looked at between its steps. */
+	return reaped > 0 && !queue_steps_pending() ? SESSION_AGAIN
+	                                            : SESSION_WAIT;
+}
+
+/* Read stdin this turn?  While a full stdout still has a backlog of
+ * replies, new requests could not be answered any sooner, and sleeping
+ * until each one arrives (the client sends one per reply it reads) costs
+ * a sleep and a wake-up apiece.  So then stdin is read only when bytes
+ * already wait in it, and otherwise looked at again soon (*held): a
+ * client blocked writing to us may be waiting for that before it reads
+ * what we wrote. */
+static int want_input(int *held)
+{
+	size_t room;
+
+	*held = 0;
+	if (input_eof || input_stop || end_now || input_room(&room) == NULL)
+		return 0;
+	if (!out_blocked || output_gone() ||
+	    queue_output_bytes() < OUTPUT_BACKLOG)
+		return 1;
+	*held = 1;
+	return in->waiting() > 0;
+}
+
+int64_t session_backoff(int64_t prev_ns, int moved, int64_t base_ns)
+{
+	if (prev_ns <= 0 || moved || base_ns >= SESSION_RECHECK_MAX_NS)
+		return base_ns;
+	return prev_ns >= SESSION_RECHECK_MAX_NS / 2 ? SESSION_RECHECK_MAX_NS
+	                                             : 2 * prev_ns;
+}
+
+/* Something moved since the last plan: input, replies, completions, or
+ * stdout's reader took some of what we wrote. */
+static int moved_since_plan(int watch_reader)
+{
+	uint64_t reader = watch_reader ? output_read_by_reader() : reader_seen;
+	int moved = progress != progress_seen || reader != reader_seen;
+
+	progress_seen = progress;
+	reader_seen = reader;
+	return moved;
+}
+
+void session_plan(struct session_wait *w, int64_t now_ns)
+{
+	int held, reader = (queue_waiting_for_reader() || lease_pending()) &&
+	                   !output_gone();
+	int moved = moved_since_plan(reader), fd;
+	int64_t wait_ns = -1, pace;
+
+	w->input = want_input(&held);
+	w->watch_output = !output_gone();
+	w->output = 0;
+	w->completion_fd = -1;
+	paced = 0;
+	if (reader || held)
+		recheck_ns = session_backoff(recheck_ns, moved,
+		                             held ? HELD_INPUT_RECHECK_NS
+		                                  : READER_RECHECK_NS);
+	else
+		recheck_ns = 0;
+	if (recheck_ns > 0)
+		wait_ns = recheck_ns;
+	if (out_blocked && !output_gone()) {
+		pace = output_pace_wait(now_ns);
+		if (pace == 0) {
+			w->output = 1;
+		} else if (wait_ns < 0 || pace < wait_ns) {
+			wait_ns = pace;
+			paced = 1;
+		}
+	}
+	if (backend->in_flight() > 0) {
+		fd = backend->completion_fd();
+		if (fd >= 0)
+			w->completion_fd = fd;
+		else
+			wait_ns = 0;
+	}
+	/* A stepped request goes on next turn: look, but do not sleep. */
+	if (queue_steps_pending())
+		wait_ns = 0;
+	idle = wait_ns < 0 && queue_idle() && pipes_have_spares();
+	if (idle)
+		wait_ns = SPARE_PIPES_IDLE_NS;
+	w->timeout_ns = wait_ns;
+}
+
+void session_wake(const struct session_events *ev, int64_t now_ns)
+{
+	if (ev->timed_out && idle)
+		pipes_release_spares();
+	if (paced && output_pace_woke(now_ns))
+		out_blocked = 0;
+	if (ev->output_error && !output_gone()) {
+		debug("stdout: its reader has gone");
+		output_lost();
+	}
+	if (ev->output || output_gone())
+		out_blocked = 0; /* room, or an error to see */
+	if (ev->input)
+		read_input();
+}
+
+int session_exit_status(const char **fatal)
+{
+	if (!end_now && queue_fatal_status() != 0) {
+		*fatal = queue_fatal_message();
+		return queue_fatal_status();
+	}
+	*fatal = exit_fatal;
+	return exit_status;
+}

@@ -1,0 +1,466 @@
+/* Unit tests of session.c, the event loop's decisions, run as main runs
+ * them but with a fake stdin and stdout, the plain back end and real
+ * files: the reader leaving, failing and short writes, and how often a
+ * session that cannot progress asks to be woken. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "buf.h"
+#include "coalesce.h"
+#include "handle.h"
+#include "input.h"
+#include "log.h"
+#include "output.h"
+#include "pipes.h"
+#include "queue.h"
+#include "server.h"
+#include "session.h"
+#include "sftp.h"
+
+#define MS 1000000 /* ns */
+
+/* ---- the client's side: a script of input, the output it gets ---- */
+
+static uint8_t in_buf[1 << 20];
+static size_t in_len, in_off;
+static int in_open; /* no end of input yet: EAGAIN when all is read */
+
+static uint8_t out_buf[1 << 20];
+static size_t out_len;
+static size_t out_room; /* per write */
+static int out_fail;    /* errno for every write */
+static int64_t out_unread;
+
+static ssize_t fake_read(void *buf, size_t len)
+{
+	if (in_off == in_len) {
+		if (in_open) {
+			errno = EAGAIN;
+			return -1;
+		}
+		return 0;
+	}
+	if (len > in_len - in_off)
+		len = in_len - in_off;
+	memcpy(buf, in_buf + in_off, len);
+	in_off += len;
+	return (ssize_t)len;
+}
+
+static size_t fake_waiting(void)
+{
+	return in_len - in_off;
+}
+
+static const struct input_ops fake_in = {fake_read, fake_waiting};
+
+static ssize_t take(const void *p, size_t n)
+{
+	if (out_fail != 0) {
+		errno = out_fail;
+		return -1;
+	}
+	if (n > out_room)
+		n = out_room;
+	ck_assert_uint_le(out_len + n, sizeof(out_buf));
+	if (p != NULL)
+		memcpy(out_buf + out_len, p, n);
+	out_len += n;
+	out_unread += (int64_t)n;
+	return (ssize_t)n;
+}
+
+static ssize_t fake_writev(const struct iovec *iov, int cnt)
+{
+	ssize_t n = 0, r;
+	int i;
+
+	for (i = 0; i < cnt; i++) {
+		r = take(iov[i].iov_base, iov[i].iov_len);
+		if (r < 0)
+			return n > 0 ? n : r;
+		n += r;
+		if ((size_t)r < iov[i].iov_len)
+			break;
+	}
+	return n;
+}
+
+static ssize_t fake_splice(int pipe_rd, size_t len)
+{
+	uint8_t buf[65536];
+	ssize_t n;
+
+	if (len > sizeof(buf))
+		len = sizeof(buf);
+	if (out_fail == 0 && len > out_room)
+		len = out_room;
+	if (out_fail != 0)
+		return take(NULL, len);
+	n = read(pipe_rd, buf, len);
+	ck_assert_int_gt(n, 0);
+	return take(buf, (size_t)n);
+}
+
+static int64_t fake_unread(void)
+{
+	return out_unread;
+}
+
+static const struct output_ops fake_out = {fake_writev, fake_splice,
+                                           fake_unread};
+
+static void put(const void *p, size_t n)
+{
+	ck_assert_uint_le(in_len + n, sizeof(in_buf));
+	memcpy(in_buf + in_len, p, n);
+	in_len += n;
+}
+
+static void put_u32(uint32_t v)
+{
+	uint8_t b[4];
+
+	poke_u32(b, v);
+	put(b, 4);
+}
+
+static void put_u64(uint64_t v)
+{
+	put_u32((uint32_t)(v >> 32));
+	put_u32((uint32_t)v);
+}
+
+static void put_string(const void *s, size_t n)
+{
+	put_u32((uint32_t)n);
+	put(s, n);
+}
+
+/* A packet: its length is patched in by end(). */
+static size_t begin(uint8_t type, uint32_t id)
+{
+	size_t at = in_len;
+
+	put_u32(0);
+	put(&type, 1);
+	if (type != SSH2_FXP_INIT)
+		put_u32(id);
+	return at;
+}
+
+static void end(size_t at)
+{
+	poke_u32(in_buf + at, (uint32_t)(in_len - at - 4));
+}
+
+static void send_init(void)
+{
+	size_t at = begin(SSH2_FXP_INIT, 0);
+
+	put_u32(3);
+	end(at);
+}
+
+/* Handles are slot numbers, in order from 0 in a fresh session. */
+static void send_open(uint32_t id, const char *name, uint32_t pflags)
+{
+	size_t at = begin(SSH2_FXP_OPEN, id);
+
+	put_string(name, strlen(name));
+	put_u32(pflags);
+	put_u32(0); /* no attributes */
+	end(at);
+}
+
+static void send_handle(uint32_t h)
+{
+	uint8_t b[4];
+
+	poke_u32(b, h);
+	put_string(b, 4);
+}
+
+static void send_read(uint32_t id, uint32_t h, uint64_t off, uint32_t len)
+{
+	size_t at = begin(SSH2_FXP_READ, id);
+
+	send_handle(h);
+	put_u64(off);
+	put_u32(len);
+	end(at);
+}
+
+static void send_write(uint32_t id, uint32_t h, uint64_t off, char c,
+                       size_t len)
+{
+	static uint8_t data[65536];
+	size_t at = begin(SSH2_FXP_WRITE, id);
+
+	memset(data, c, len);
+	send_handle(h);
+	put_u64(off);
+	put_string(data, len);
+	end(at);
+}
+
+/* Replies in the output: how many, and the type of the last one. */
+static unsigned count_replies(uint8_t *last_type)
+{
+	size_t off = 0;
+	unsigned n = 0;
+	uint32_t len;
+
+	while (out_len - off >= 5) {
+		len = peek_u32(out_buf + off);
+		if (out_len - off - 4 < len)
+			break;
+		*last_type = out_buf[off + 4];
+		off += 4 + len;
+		n++;
+	}
+	return n;
+}
+
+/* ---- the session ---- */
+
+static char dir[] = "/tmp/check_session.XXXXXX";
+
+static void fatal_hook(int status)
+{
+	ck_abort_msg("fatal_exit(%d)", status);
+}
+
+static void setup(void)
+{
+	in_len = in_off = out_len = 0;
+	in_open = 0;
+	out_room = SIZE_MAX;
+	out_fail = 0;
+	out_unread = 0;
+	handle_close_all();
+	queue_reset();
+	srv.init_done = 0;
+	output_init(&fake_out, 0);
+	session_init(&fake_in);
+}
+
+/* Run turns until the session sleeps (returned: its plan) or ends (1). */
+static int run(struct session_wait *w)
+{
+	int step, turns = 0;
+
+	while ((step = session_turn()) != SESSION_DONE) {
+		ck_assert_int_lt(++turns, 10000);
+		if (step == SESSION_AGAIN)
+			continue;
+		session_plan(w, 0);
+		/* Input and completions are there at once; room in stdout
+		 * and the reader are what the tests control. */
+		if (w->input && (in_off < in_len || !in_open))
+			session_wake(&(struct session_events){.input = 1}, 0);
+		else if (w->timeout_ns == 0)
+			session_wake(&(struct session_events){.timed_out = 1},
+			             0);
+		else
+			return 0;
+	}
+	return 1;
+}
+
+static void write_file(const char *name, char c, size_t len)
+{
+	static char data[65536];
+	int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	memset(data, c, len);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static char file_byte(const char *name, off_t off)
+{
+	char c = 0;
+	int fd = open(name, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &c, 1, off), 1);
+	close(fd);
+	return c;
+}
+
+START_TEST(test_backoff)
+{
+	ck_assert_int_eq(session_backoff(0, 0, MS), MS);
+	ck_assert_int_eq(session_backoff(MS, 0, MS), 2 * MS);
+	ck_assert_int_eq(session_backoff(64 * MS, 0, MS),
+	                 SESSION_RECHECK_MAX_NS);
+	ck_assert_int_eq(session_backoff(SESSION_RECHECK_MAX_NS, 0, MS),
+	                 SESSION_RECHECK_MAX_NS);
+	ck_assert_int_eq(session_backoff(SESSION_RECHECK_MAX_NS, 1, MS), MS);
+}
+END_TEST
+
+START_TEST(test_short_writes_give_whole_replies)
+{
+	struct session_wait w;
+	uint8_t type = 0;
+	int i;
+
+	write_file("f", 'A', 65536);
+	send_init();
+	send_open(1, "f", SSH2_FXF_READ);
+	for (i = 0; i < 8; i++)
+		send_read(10 + i, 0, (uint64_t)i * 8192, 8192);
+	out_room = 7;
+	ck_assert_int_eq(run(&w), 1);
+	ck_assert_int_eq(session_exit_status(&(const char *){NULL}), 0);
+	ck_assert_uint_eq(count_replies(&type), 10);
+	ck_assert_int_eq(type, SSH2_FXP_DATA);
+}
+END_TEST
+
+START_TEST(test_failing_output_ends_the_session)
+{
+	struct session_wait w;
+	const char *fatal = "x";
+
+	send_init();
+	in_open = 1;
+	out_fail = EIO;
+	ck_assert_int_eq(run(&w), 1);
+	ck_assert_int_eq(session_exit_status(&fatal), 1);
+	ck_assert_ptr_null(fatal);
+}
+END_TEST
+
+/* The reader leaves (EPIPE): every request received is still carried
+ * out, and the session ends with stdin. */
+START_TEST(test_vanished_reader_requests_are_carried_out)
+{
+	struct session_wait w;
+	const char *fatal;
+
+	write_file("g", 'A', 4096);
+	send_init();
+	send_open(1, "g", SSH2_FXF_READ | SSH2_FXF_WRITE);
+	out_fail = EPIPE;
+	send_write(2, 0, 0, 'B', 4096);
+	send_read(3, 0, 0, 4096);
+	send_write(4, 0, 4096, 'C', 100);
+	ck_assert_int_eq(run(&w), 1);
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	ck_assert_ptr_null(fatal);
+	ck_assert_int_eq(output_gone(), 1);
+	ck_assert_int_eq(file_byte("g", 0), 'B');
+	ck_assert_int_eq(file_byte("g", 4096 + 99), 'C');
+}
+END_TEST
+
+/* An OPEN for writing waits for the reader to take spliced pages: the
+ * session asks to be woken ever more rarely while nothing moves, and the
+ * reader leaving lets it and a WRITE run. */
+START_TEST(test_waiting_for_the_reader)
+{
+	struct session_wait w;
+	const char *fatal;
+	uint8_t type;
+	int64_t last = 0;
+	int i;
+
+	if (pipes_init(8, 2 * SFTP_MAX_READ_LENGTH) != 0)
+		return; /* no pipes here: nothing is spliced */
+	write_file("h", 'A', 65536);
+	send_init();
+	send_open(1, "h", SSH2_FXF_READ);
+	send_read(2, 0, 0, 65536);
+	/* Opening for writing could change the pages: it waits. */
+	send_open(3, "h", SSH2_FXF_WRITE);
+	send_write(4, 1, 0, 'B', 1000);
+	in_open = 1;
+	ck_assert_int_eq(run(&w), 0);
+	ck_assert_uint_eq(count_replies(&type), 3); /* VERSION to DATA */
+	ck_assert_int_eq(type, SSH2_FXP_DATA);
+	for (i = 0; i < 20; i++) {
+		session_plan(&w, 0);
+		ck_assert_int_eq(w.watch_output, 1);
+		ck_assert_int_gt(w.timeout_ns, last > 0 ? 0 : -1);
+		if (last > 0)
+			ck_assert_int_ge(w.timeout_ns, last);
+		ck_assert_int_le(w.timeout_ns, SESSION_RECHECK_MAX_NS);
+		last = w.timeout_ns;
+		session_wake(&(struct session_events){.timed_out = 1}, 0);
+		ck_assert_int_eq(session_turn(), SESSION_WAIT);
+	}
+	ck_assert_int_eq(last, SESSION_RECHECK_MAX_NS);
+	ck_assert_int_eq(file_byte("h", 0), 'A');
+	/* The reader reads a little: the next look comes soon again. */
+	out_unread -= 100;
+	session_plan(&w, 0);
+	ck_assert_int_lt(w.timeout_ns, 2 * MS + 1);
+	/* It leaves (POLLERR): the WRITE runs, the session ends with stdin. */
+	session_wake(&(struct session_events){.output_error = 1}, 0);
+	in_open = 0;
+	ck_assert_int_eq(run(&w), 1);
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	ck_assert_int_eq(file_byte("h", 0), 'B');
+	pipes_release_spares();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("session");
+	TCase *tc = tcase_create("session");
+	SRunner *sr;
+	int failed, rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (mkdtemp(dir) == NULL || chdir(dir) != 0) {
+		perror(dir);
+		return 1;
+	}
+	srv.user = "check";
+	srv.home = dir;
+	srv.client_addr = "UNKNOWN";
+	srv.opt.queue_depth = 16;
+	srv.opt.write_merge = 256 * 1024;
+	log_init("check_session", LOG_LEVEL_ERROR, LOG_AUTH, 1);
+	log_set_cleanup(fatal_hook);
+	handle_set_limit(64);
+	queue_init(&(struct queue_limits){16, 1024 * 1024});
+	coalesce_init(srv.opt.write_merge);
+	if ((rc = backend_start(BACKEND_PLAIN, 16)) != 0 ||
+	    input_init(1024 * 1024, 16) != 0) {
+		fprintf(stderr, "cannot set up: %s\n", strerror(-rc));
+		return 1;
+	}
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_backoff);
+	tcase_add_test(tc, test_short_writes_give_whole_replies);
+	tcase_add_test(tc, test_failing_output_ends_the_session);
+	tcase_add_test(tc, test_vanished_reader_requests_are_carried_out);
+	tcase_add_test(tc, test_waiting_for_the_reader);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	/* One process: the session's state lives across the tests. */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	handle_close_all();
+	return failed == 0 ? 0 : 1;
+}
