@@ -43,11 +43,10 @@
 #define MAX_REPLY_BYTES (8 * 1024 * 1024)
 /* Largest reply we build: a DATA of SFTP_MAX_READ_LENGTH fits well. */
 #define MAX_REPLY_PACKET (SFTP_MAX_MSG_LENGTH + 1024)
-/* Ask the kernel for bigger pipes (sshd drains 32 KiB at a time) and
- * socket send buffers (what spliced replies hold there is mostly
- * references to page-cache pages).  net.core.wmem_max caps the latter:
- * 208 KiB on a stock system. */
-#define PIPE_SIZE (1024 * 1024)
+/* Ask the kernel for bigger socket send buffers (what spliced replies
+ * hold there is mostly references to page-cache pages).
+ * net.core.wmem_max caps them: 208 KiB on a stock system.  Pipes grow in
+ * pipes.c, within the session's pipe budget. */
 #define SOCKET_SNDBUF (4 * 1024 * 1024)
 #define MAX_IOV 64
 /* Replies waiting on a full stdout that keep it busy for a while; while
@@ -102,7 +101,7 @@ static void tune_stdio(int fd)
 	if (fstat(fd, &st) == -1)
 		return;
 	if (S_ISFIFO(st.st_mode))
-		(void)fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+		pipes_tune_stdio(fd); /* within the session's pipe budget */
 	/* A local socket's writer is woken once three quarters of its send
 	 * buffer are free: a bigger one means fewer, larger turns (capped
 	 * by net.core.wmem_max). */
@@ -180,11 +179,8 @@ static void frame_input(void)
  * it; else their bytes are copied. */
 static void setup_splice(void)
 {
-	/* Twice the largest READ: an unaligned one spans one page more than
-	 * its length, and each page takes a pipe slot. */
 	if (!srv.opt.no_splice && backend->can_splice())
-		(void)pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH,
-		                 STDOUT_FILENO);
+		(void)pipes_init(srv.opt.queue_depth, STDOUT_FILENO);
 }
 
 static int complete_packet_waiting(void)
