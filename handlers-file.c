@@ -244,6 +244,7 @@ static int take_pipe(struct request *req)
 	case PIPE_WAIT:
 		return 0;
 	default:
+		req->has_copy_slot = 1;
 		if (!read_without_splice(req))
 			fatal_exit(255, "process_read: no memory for %zu bytes",
 			           req->io.len);

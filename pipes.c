@@ -6,6 +6,7 @@
  * "Pipe budget"). */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -34,6 +35,13 @@
 #define STDIN_PIPE_BYTES (256 * 1024)
 /* A fresh pipe's slots (PIPE_DEF_BUFFERS). */
 #define DEFAULT_SLOTS 16
+/* What sshd's stdin, stdout and stderr pipes of a session take. */
+#define SSHD_PIPE_PAGES (3 * DEFAULT_SLOTS)
+/* READs copied at once when the budget has no pipe for them: their
+ * buffers are the session's memory (64 of 255 KiB were 16 MiB of RSS). */
+#define MAX_COPIES 8
+/* How often the sessions of the user are counted again. */
+#define RECOUNT_NS 1000000000
 /* At the user's limit: no new pipe before this long. */
 #define LIMIT_RETRY_NS 1000000000
 /* A spare pipe unused for this long is closed. */
@@ -45,7 +53,7 @@ struct spare_pipe {
 };
 
 static struct spare_pipe *spare; /* oldest first */
-static unsigned num_spare, num_busy, max_pipes;
+static unsigned num_spare, num_busy, max_pipes, num_copies;
 static unsigned long page_size = 4096;
 static struct pipe_limits limits;
 static int limits_read;
@@ -53,6 +61,7 @@ static unsigned long session_budget; /* pages, stdio growth included */
 static unsigned long stdio_pages;    /* what our stdio pipes grew by */
 static unsigned long held_pages;     /* pool pipes made, lent or spare */
 static int64_t limit_until;          /* at the user's limit until then */
+static int64_t counted_at;           /* sessions last counted then */
 static int out_fd = -1;
 static int out_is_socket;
 
@@ -77,21 +86,32 @@ static unsigned long limit_pages(const struct pipe_limits *l)
 }
 
 unsigned long pipe_session_budget(const struct pipe_limits *l,
-                                  unsigned long want)
+                                  unsigned long want, unsigned sessions)
 {
-	unsigned long limit = limit_pages(l);
+	unsigned long limit = limit_pages(l), share;
 
-	/* Sixteen sessions of one user take at most three quarters of its
-	 * quota: the rest stays with its other programs. */
-	if (limit != 0 && limit / 64 * 3 < want)
-		return limit / 64 * 3;
-	return want;
+	if (limit == 0)
+		return want;
+	/* Three quarters of the user's quota for its sessions of this
+	 * server, sixteen at least (the rest stays with its other programs),
+	 * less what sshd's three pipes of each session take. */
+	share = limit / 4 * 3 / (sessions > 16 ? sessions : 16);
+	share = share > SSHD_PIPE_PAGES ? share - SSHD_PIPE_PAGES : 0;
+	return share < want ? share : want;
 }
 
-int pipe_stdio_fits(unsigned long budget, unsigned long used,
-                    unsigned long more, unsigned long pool_min)
+unsigned long pipe_stdio_size(unsigned long budget, unsigned long used,
+                              unsigned long old, unsigned long want,
+                              unsigned long keep)
 {
-	return used + more + pool_min <= budget;
+	unsigned long size = DEFAULT_SLOTS;
+
+	while (size * 2 <= want)
+		size *= 2;
+	for (; size > old; size /= 2)
+		if (used + (size - old) + keep <= budget)
+			return size;
+	return 0;
 }
 
 unsigned long pipe_reserve_pages(const struct pipe_limits *l)
@@ -120,6 +140,8 @@ unsigned long pipe_slots_for(size_t len, unsigned long page)
 enum pipe_step pipe_next_step(const struct pipe_pool_state *s,
                               unsigned long need)
 {
+	if (s->held > s->budget && s->spares > 0)
+		return PIPE_STEP_DROP_SPARE; /* the budget shrank */
 	if (s->largest_spare >= need)
 		return PIPE_STEP_SPARE;
 	if (s->can_make && need <= s->budget && need <= s->max_slots) {
@@ -129,7 +151,7 @@ enum pipe_step pipe_next_step(const struct pipe_pool_state *s,
 			return PIPE_STEP_DROP_SPARE; /* too small: trade it */
 	}
 	/* One of ours comes back once its reply is out. */
-	if (s->busy > 0)
+	if (s->busy > 0 || s->copies >= s->max_copies)
 		return PIPE_STEP_WAIT;
 	return PIPE_STEP_COPY;
 }
@@ -161,6 +183,59 @@ static int quota_exempt(void)
 	       (data[0].effective & (1u << CAP_SYS_ADMIN));
 }
 
+/* Sessions of this server the user runs now, this one included: the
+ * processes of our uid with our name.  Each reads only its own
+ * /proc/PID/comm (readable though the server is not dumpable). */
+static unsigned count_sessions(void)
+{
+	char self[32] = "", comm[32], path[300];
+	struct dirent *e;
+	struct stat st;
+	unsigned n = 0;
+	uid_t uid = getuid();
+	FILE *f;
+	DIR *d;
+
+	if ((f = fopen("/proc/self/comm", "re")) == NULL)
+		return 1;
+	if (fgets(self, sizeof(self), f) == NULL)
+		self[0] = '\0';
+	fclose(f);
+	if (self[0] == '\0' || (d = opendir("/proc")) == NULL)
+		return 1;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s", e->d_name);
+		if (stat(path, &st) != 0 || st.st_uid != uid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		if ((f = fopen(path, "re")) == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) != NULL &&
+		    strcmp(comm, self) == 0)
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n > 0 ? n : 1;
+}
+
+/* The budget for as many sessions as the user runs now (the quota
+ * applies only to users without CAP_SYS_RESOURCE). */
+static void update_budget(int64_t now)
+{
+	unsigned sessions = 1;
+
+	counted_at = now;
+	if (limit_pages(&limits) != 0)
+		sessions = count_sessions();
+	session_budget = pipe_session_budget(
+	    &limits, SESSION_PIPE_BYTES / page_size, sessions);
+	debug2("pipe budget %lu pages for one of %u sessions", session_budget,
+	       sessions);
+}
+
 static void read_limits(void)
 {
 	long ps = sysconf(_SC_PAGESIZE);
@@ -177,8 +252,7 @@ static void read_limits(void)
 	if (limits.max_pages == 0)
 		limits.max_pages = 1024 * 1024 / page_size;
 	limits.exempt = quota_exempt();
-	session_budget =
-	    pipe_session_budget(&limits, SESSION_PIPE_BYTES / page_size);
+	update_budget(now_ns());
 	debug("pipe budget %lu pages (user quota %lu soft, %lu hard%s)",
 	      session_budget, limits.soft_pages, limits.hard_pages,
 	      limits.exempt ? ", exempt" : "");
@@ -216,31 +290,39 @@ static void at_limit(const char *what)
 
 void pipes_tune_stdio(int fd)
 {
-	int old,
-	    want = fd == STDIN_FILENO ? STDIN_PIPE_BYTES : STDOUT_PIPE_BYTES;
-	unsigned long more;
+	unsigned long want, keep, old, grown;
+	int got;
 
 	read_limits();
-	if ((old = fcntl(fd, F_GETPIPE_SZ)) < 0 || old >= want)
+	if ((got = fcntl(fd, F_GETPIPE_SZ)) < 0)
 		return;
 	/* A 1 MiB stdout and one splice pipe moved a download as fast as
 	 * 1 MiB and 60 pipes; one pipe and 64 KiB of stdout at a fifth of
-	 * the speed: stdout comes first, but leaves room for one pipe. */
-	more = (unsigned long)(want - old) / page_size;
-	if (!pipe_stdio_fits(session_budget, stdio_pages, more,
-	                     pipe_slots_for(SFTP_MAX_READ_LENGTH, page_size)) ||
-	    (!limits.exempt && more > limits.max_pages))
+	 * the speed: stdout comes first (stdin is tuned first, so it leaves
+	 * room for stdout), but leaves room for one pipe. */
+	old = (unsigned long)got / page_size;
+	keep = pipe_slots_for(SFTP_MAX_READ_LENGTH, page_size);
+	want = STDOUT_PIPE_BYTES / page_size;
+	if (fd == STDIN_FILENO) {
+		keep += want > DEFAULT_SLOTS ? want - DEFAULT_SLOTS : 0;
+		want = STDIN_PIPE_BYTES / page_size;
+	}
+	if (!limits.exempt && want > limits.max_pages)
+		want = limits.max_pages;
+	grown = pipe_stdio_size(session_budget, stdio_pages, old, want, keep);
+	if (grown == 0)
 		return;
-	if (fcntl(fd, F_SETPIPE_SZ, want) < want) {
+	if (fcntl(fd, F_SETPIPE_SZ, (int)(grown * page_size)) <
+	    (int)(grown * page_size)) {
 		at_limit("F_SETPIPE_SZ");
 		return;
 	}
 	if (!reserve_left()) {
-		(void)fcntl(fd, F_SETPIPE_SZ, old);
+		(void)fcntl(fd, F_SETPIPE_SZ, got);
 		at_limit("the reserve");
 		return;
 	}
-	stdio_pages += more;
+	stdio_pages += grown - old;
 }
 
 /* --- The pool ------------------------------------------------------------ */
@@ -333,14 +415,19 @@ static struct pipe_pair spare_take(unsigned i)
 
 int pipe_get(struct pipe_pair *p, size_t len)
 {
-	struct pipe_pool_state s = {.max_pipes = max_pipes};
+	struct pipe_pool_state s = {.max_pipes = max_pipes,
+	                            .max_copies = MAX_COPIES};
 	unsigned long need = pipe_slots_for(len, page_size);
 	int64_t now = now_ns();
 	unsigned i;
 
-	if (max_pipes == 0)
+	if (max_pipes == 0) {
+		num_copies++; /* no splicing: copies are not limited here */
 		return PIPE_COPY;
+	}
 	drop_idle_spares(now);
+	if (now - counted_at >= RECOUNT_NS)
+		update_budget(now); /* sessions come and go */
 	s.budget =
 	    session_budget > stdio_pages ? session_budget - stdio_pages : 0;
 	s.max_slots = limits.exempt ? ~0UL : limits.max_pages;
@@ -348,6 +435,7 @@ int pipe_get(struct pipe_pair *p, size_t len)
 		s.held = held_pages;
 		s.pipes = num_spare + num_busy;
 		s.busy = num_busy;
+		s.copies = num_copies;
 		s.spares = num_spare;
 		s.largest_spare = 0;
 		for (i = 0; i < num_spare; i++)
@@ -370,16 +458,22 @@ int pipe_get(struct pipe_pair *p, size_t len)
 			now = now_ns(); /* at the limit now */
 			continue;
 		case PIPE_STEP_DROP_SPARE:
-			/* The oldest; none fits. */
+			/* The oldest (none fits, or too many are held). */
 			pipe_close(&spare[0].p);
 			(void)spare_take(0);
 			continue;
 		case PIPE_STEP_WAIT:
 			return PIPE_WAIT;
 		default:
+			num_copies++;
 			return PIPE_COPY;
 		}
 	}
+}
+
+void pipe_copy_done(void)
+{
+	num_copies--;
 }
 
 void pipe_put(struct pipe_pair *p, size_t bytes_left)
@@ -387,9 +481,11 @@ void pipe_put(struct pipe_pair *p, size_t bytes_left)
 	/* Keep every empty pipe while READs keep coming: making one (pipe2,
 	 * F_SETPIPE_SZ, two closes later) cost more than the splices it
 	 * serves.  OPEN and OPENDIR take the descriptors back when they run
-	 * short (EMFILE), and spares unused for a second are closed. */
+	 * short (EMFILE), spares unused for a second are closed, and so are
+	 * pipes past a budget that shrank as the user's sessions grew. */
 	num_busy--;
-	if (bytes_left == 0 && num_spare < max_pipes) {
+	if (bytes_left == 0 && num_spare < max_pipes &&
+	    held_pages + stdio_pages <= session_budget) {
 		spare[num_spare].p = *p;
 		spare[num_spare++].since = now_ns();
 		return;

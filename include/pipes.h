@@ -22,10 +22,12 @@ int pipes_init(unsigned max, int out_fd);
 void pipes_tune_stdio(int fd);
 
 #define PIPE_OK 0    /* *p is an empty pipe that holds len bytes */
-#define PIPE_WAIT 1  /* none now; one of ours comes back once sent */
-#define PIPE_COPY -1 /* none will come: read into memory instead */
+#define PIPE_WAIT 1  /* none now; one of ours, or a copy, ends soon */
+#define PIPE_COPY -1 /* read into memory instead; pipe_copy_done after */
 /* An empty pipe for a READ of len bytes, within the session's budget. */
 int pipe_get(struct pipe_pair *p, size_t len);
+/* A READ told PIPE_COPY has sent its reply (its buffer is free). */
+void pipe_copy_done(void);
 /* Give a pipe back; one that still holds bytes is closed, not reused. */
 void pipe_put(struct pipe_pair *p, size_t bytes_left);
 /* out_fd's reader has gone. */
@@ -56,13 +58,16 @@ struct pipe_limits {
 	int exempt;               /* CAP_SYS_RESOURCE or CAP_SYS_ADMIN */
 };
 /* Pages one session may hold in pipes (its stdio pipes' growth
- * included), given what it would like to hold. */
+ * included), given what it would like to hold and how many sessions of
+ * this server the user runs now. */
 unsigned long pipe_session_budget(const struct pipe_limits *l,
-                                  unsigned long want);
-/* May a stdio pipe grow by more pages, when the others grew by used and
- * the splice pipes need at least pool_min? */
-int pipe_stdio_fits(unsigned long budget, unsigned long used,
-                    unsigned long more, unsigned long pool_min);
+                                  unsigned long want, unsigned sessions);
+/* The size (pages, a power of two up to want) a stdio pipe of old pages
+ * may grow to, when the others grew by used and keep pages must stay in
+ * the budget (for splice pipes, or stdout); 0: none larger than old. */
+unsigned long pipe_stdio_size(unsigned long budget, unsigned long used,
+                              unsigned long old, unsigned long want,
+                              unsigned long keep);
 /* Pages of the user's quota a session leaves free for other programs. */
 unsigned long pipe_reserve_pages(const struct pipe_limits *l);
 /* Slots (pages) of a pipe that holds any READ of len bytes. */
@@ -75,13 +80,14 @@ struct pipe_pool_state {
 	unsigned long max_slots;     /* largest pipe the kernel allows us */
 	unsigned pipes, max_pipes;   /* pipes made and kept; the most */
 	unsigned busy, spares;       /* lent out; spare */
+	unsigned copies, max_copies; /* READs told to copy, not done; most */
 	int can_make;                /* not at the user's limit just now */
 };
 enum pipe_step {
 	PIPE_STEP_SPARE,      /* take a spare that fits */
 	PIPE_STEP_MAKE,       /* make a new pipe */
 	PIPE_STEP_DROP_SPARE, /* close a spare too small, then decide again */
-	PIPE_STEP_WAIT,       /* wait for a pipe lent out */
+	PIPE_STEP_WAIT,       /* wait for a pipe lent out, or a copy */
 	PIPE_STEP_COPY        /* copy this reply */
 };
 enum pipe_step pipe_next_step(const struct pipe_pool_state *s,

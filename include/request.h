@@ -61,6 +61,8 @@ struct request {
 
 	/* A READ whose data waits in a pipe, sent after the reply header. */
 	int has_pipe;
+	/* A READ the pipe pool told to copy (pipe_get gave PIPE_COPY). */
+	int has_copy_slot;
 	struct pipe_pair pipe;
 	size_t pipe_left;
 

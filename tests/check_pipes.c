@@ -22,25 +22,41 @@ START_TEST(test_budget_unlimited_or_exempt_is_what_is_wanted)
 	struct pipe_limits none = {0, 0, 256, 0}, exempt = defaults;
 
 	exempt.exempt = 1;
-	ck_assert_uint_eq(pipe_session_budget(&none, 768), 768);
-	ck_assert_uint_eq(pipe_session_budget(&exempt, 768), 768);
-	ck_assert_uint_eq(pipe_session_budget(&exempt, 100000), 100000);
+	ck_assert_uint_eq(pipe_session_budget(&none, 768, 1), 768);
+	ck_assert_uint_eq(pipe_session_budget(&none, 768, 500), 768);
+	ck_assert_uint_eq(pipe_session_budget(&exempt, 768, 64), 768);
+	ck_assert_uint_eq(pipe_session_budget(&exempt, 100000, 1), 100000);
 }
 END_TEST
 
-START_TEST(test_sixteen_sessions_leave_a_quarter_of_the_quota)
+/* What n sessions take, sshd's three default pipes each included. */
+static unsigned long user_total(const struct pipe_limits *l, unsigned n)
+{
+	return n * (pipe_session_budget(l, 768, n) + 48);
+}
+
+START_TEST(test_sessions_leave_a_quarter_of_the_quota)
 {
 	struct pipe_limits small = {4096, 0, 256, 0};
-	unsigned long b = pipe_session_budget(&defaults, 100000);
+	unsigned n;
 
-	ck_assert_uint_eq(b, 768); /* 3 MiB of the default 64 MiB */
-	ck_assert_uint_le(16 * b, defaults.soft_pages * 3 / 4);
+	/* Up to 16 sessions: 2.8 MiB each of the default 64 MiB. */
+	ck_assert_uint_eq(pipe_session_budget(&defaults, 100000, 1), 720);
+	ck_assert_uint_eq(pipe_session_budget(&defaults, 100000, 16), 720);
 	/* Less wanted than the share: less taken. */
-	ck_assert_uint_eq(pipe_session_budget(&defaults, 500), 500);
-	/* A smaller quota, a smaller share. */
-	b = pipe_session_budget(&small, 768);
-	ck_assert_uint_le(16 * b, small.soft_pages * 3 / 4);
-	ck_assert_uint_gt(b, 0);
+	ck_assert_uint_eq(pipe_session_budget(&defaults, 500, 1), 500);
+	/* More sessions, smaller shares; together never more than three
+	 * quarters. */
+	ck_assert_uint_eq(pipe_session_budget(&defaults, 768, 64), 144);
+	ck_assert_uint_eq(pipe_session_budget(&defaults, 768, 256), 0);
+	for (n = 1; n <= 1024; n *= 2) {
+		ck_assert_uint_le(user_total(&defaults, n) -
+		                      (n > 128 ? 48 * n : 0),
+		                  defaults.soft_pages * 3 / 4);
+		ck_assert_uint_le(user_total(&small, n) - (n > 32 ? 48 * n : 0),
+		                  small.soft_pages * 3 / 4);
+	}
+	ck_assert_uint_gt(pipe_session_budget(&small, 768, 1), 0);
 }
 END_TEST
 
@@ -50,12 +66,12 @@ START_TEST(test_the_lower_of_soft_and_hard_counts)
 	                   hard_lower = {16384, 4096, 256, 0},
 	                   soft_lower = {4096, 16384, 256, 0};
 
-	ck_assert_uint_eq(pipe_session_budget(&hard_only, 100000),
-	                  8192 / 64 * 3);
-	ck_assert_uint_eq(pipe_session_budget(&hard_lower, 100000),
-	                  4096 / 64 * 3);
-	ck_assert_uint_eq(pipe_session_budget(&soft_lower, 100000),
-	                  4096 / 64 * 3);
+	ck_assert_uint_eq(pipe_session_budget(&hard_only, 100000, 1),
+	                  8192 / 4 * 3 / 16 - 48);
+	ck_assert_uint_eq(pipe_session_budget(&hard_lower, 100000, 1),
+	                  4096 / 4 * 3 / 16 - 48);
+	ck_assert_uint_eq(pipe_session_budget(&soft_lower, 100000, 1),
+	                  4096 / 4 * 3 / 16 - 48);
 }
 END_TEST
 
@@ -86,23 +102,32 @@ START_TEST(test_pipe_holds_any_read_of_its_length)
 }
 END_TEST
 
-START_TEST(test_stdio_leaves_room_for_one_splice_pipe)
+START_TEST(test_stdio_grows_as_far_as_the_budget_allows)
 {
-	/* 3 MiB: stdin +48 pages, stdout +240, one 128-page pipe: fits. */
-	ck_assert(pipe_stdio_fits(768, 0, 48, 128));
-	ck_assert(pipe_stdio_fits(768, 48, 240, 128));
-	/* Not in 1.5 MiB after stdin. */
-	ck_assert(!pipe_stdio_fits(384, 48, 240, 128));
-	ck_assert(pipe_stdio_fits(384, 0, 240, 128));
-	ck_assert(!pipe_stdio_fits(0, 0, 1, 0));
+	/* 2.8 MiB: stdin to 256 KiB (64 pages, from 16), keeping room for
+	 * stdout's growth and one 128-page pipe; stdout to 1 MiB. */
+	ck_assert_uint_eq(pipe_stdio_size(720, 0, 16, 64, 240 + 128), 64);
+	ck_assert_uint_eq(pipe_stdio_size(720, 48, 16, 256, 128), 256);
+	/* 144 pages (64 sessions): no room for stdin; stdout 128 KiB. */
+	ck_assert_uint_eq(pipe_stdio_size(144, 0, 16, 64, 240 + 128), 0);
+	ck_assert_uint_eq(pipe_stdio_size(144, 0, 16, 256, 128), 32);
+	/* None when nothing is left, or it is that big already. */
+	ck_assert_uint_eq(pipe_stdio_size(0, 0, 16, 256, 128), 0);
+	ck_assert_uint_eq(pipe_stdio_size(720, 0, 256, 256, 128), 0);
+	ck_assert_uint_eq(pipe_stdio_size(720, 0, 512, 256, 128), 0);
+	/* Sizes are powers of two; want rounds down. */
+	ck_assert_uint_eq(pipe_stdio_size(720, 0, 16, 200, 0), 128);
 }
 END_TEST
 
 /* A pool of 480 pages (3 MiB less stdio), 64 pipes at most, none yet. */
 static struct pipe_pool_state empty_pool(void)
 {
-	struct pipe_pool_state s = {
-	    .budget = 480, .max_slots = 256, .max_pipes = 64, .can_make = 1};
+	struct pipe_pool_state s = {.budget = 480,
+	                            .max_slots = 256,
+	                            .max_pipes = 64,
+	                            .max_copies = 8,
+	                            .can_make = 1};
 	return s;
 }
 
@@ -150,6 +175,25 @@ START_TEST(test_step_trades_small_spares_for_a_large_pipe)
 }
 END_TEST
 
+START_TEST(test_step_gives_back_past_a_shrunk_budget)
+{
+	struct pipe_pool_state s = empty_pool();
+
+	s.budget = 96; /* more sessions now */
+	s.held = 256;
+	s.pipes = 2;
+	s.spares = s.busy = 1;
+	s.largest_spare = 128;
+	ck_assert_int_eq(pipe_next_step(&s, 128), PIPE_STEP_DROP_SPARE);
+	s.held = 128;
+	s.pipes = 1;
+	s.spares = 0;
+	s.largest_spare = 0;
+	ck_assert_int_eq(pipe_next_step(&s, 128), PIPE_STEP_WAIT);
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_WAIT);
+}
+END_TEST
+
 START_TEST(test_step_at_the_limit_waits_for_its_own_or_copies)
 {
 	struct pipe_pool_state s = empty_pool();
@@ -159,6 +203,19 @@ START_TEST(test_step_at_the_limit_waits_for_its_own_or_copies)
 	s.held = 128;
 	s.pipes = s.busy = 1;
 	ck_assert_int_eq(pipe_next_step(&s, 128), PIPE_STEP_WAIT);
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_WAIT);
+}
+END_TEST
+
+START_TEST(test_step_copies_a_few_at_a_time)
+{
+	struct pipe_pool_state s = empty_pool();
+
+	s.budget = 0;
+	s.copies = 7;
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_COPY);
+	/* Their buffers are memory: the next waits for one to end. */
+	s.copies = 8;
 	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_WAIT);
 }
 END_TEST
@@ -199,13 +256,14 @@ START_TEST(test_pool_on_real_pipes)
 	if (n == 0) {
 		/* This user's quota is used up by others: nothing to lend. */
 		ck_assert_int_eq(rc, PIPE_COPY);
+		pipe_copy_done();
 		fprintf(stderr, "check_pipes: SKIP the real pool: no pipe to "
 		                "be had for this user\n");
 		return;
 	}
 	ck_assert_int_lt(n, 64);
 	ck_assert_int_eq(rc, PIPE_WAIT);
-	ck_assert_int_le(held, 3 * 1024 * 1024);
+	ck_assert_int_le(held, 3 * 1024 * 1024); /* SESSION_PIPE_BYTES */
 	/* One back: the next READ gets it. */
 	pipe_put(&got[--n], 0);
 	ck_assert_int_eq(pipe_get(&got[n], SFTP_MAX_READ_LENGTH), PIPE_OK);
@@ -241,15 +299,17 @@ static Suite *pipes_suite(void)
 	TCase *tc = tcase_create("budget");
 
 	tcase_add_test(tc, test_budget_unlimited_or_exempt_is_what_is_wanted);
-	tcase_add_test(tc, test_sixteen_sessions_leave_a_quarter_of_the_quota);
+	tcase_add_test(tc, test_sessions_leave_a_quarter_of_the_quota);
 	tcase_add_test(tc, test_the_lower_of_soft_and_hard_counts);
 	tcase_add_test(tc, test_reserve_is_one_largest_pipe);
 	tcase_add_test(tc, test_pipe_holds_any_read_of_its_length);
-	tcase_add_test(tc, test_stdio_leaves_room_for_one_splice_pipe);
+	tcase_add_test(tc, test_stdio_grows_as_far_as_the_budget_allows);
 	tcase_add_test(tc, test_step_spare_then_make);
 	tcase_add_test(tc, test_step_waits_once_the_budget_is_lent_out);
 	tcase_add_test(tc, test_step_trades_small_spares_for_a_large_pipe);
+	tcase_add_test(tc, test_step_gives_back_past_a_shrunk_budget);
 	tcase_add_test(tc, test_step_at_the_limit_waits_for_its_own_or_copies);
+	tcase_add_test(tc, test_step_copies_a_few_at_a_time);
 	tcase_add_test(tc, test_step_copies_what_no_pipe_of_ours_could_hold);
 	tcase_add_test(tc, test_pool_on_real_pipes);
 	suite_add_tcase(s, tc);
