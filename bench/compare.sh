@@ -1,7 +1,9 @@
 #!/bin/sh
 # compare.sh: what `make bench` runs. Compares ./uring-sftp-server with
-# OpenSSH's sftp-server (and gesftpserver when installed); see README.md here
-# for the environment variables. Builds the load client when run outside make.
+# OpenSSH's sftp-server (and gesftpserver when installed), one session at a
+# time (compare.py), then with many sessions at once (sessions.py; skipped
+# with SESSIONS=none); see README.md here for the environment variables.
+# Builds the load client when run outside make.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,4 +18,9 @@ if [ -z "${LOAD:-}" ]; then
 fi
 export LOAD
 
-exec /usr/bin/python3 "$here/compare.py" "$@"
+rc=0
+/usr/bin/python3 "$here/compare.py" "$@" || rc=$?
+if [ "${SESSIONS:-}" != none ]; then
+	/usr/bin/python3 "$here/sessions.py" || rc=$?
+fi
+exit "$rc"
