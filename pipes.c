@@ -59,6 +59,7 @@ static struct pipe_limits limits;
 static int limits_read;
 static unsigned long session_budget; /* pages, stdio growth included */
 static unsigned long stdio_pages;    /* what our stdio pipes grew by */
+static unsigned long stdio_size[2];  /* stdin's, stdout's size if grown */
 static unsigned long held_pages;     /* pool pipes made, lent or spare */
 static int64_t limit_until;          /* at the user's limit until then */
 static int64_t counted_at;           /* sessions last counted then */
@@ -323,6 +324,39 @@ void pipes_tune_stdio(int fd)
 		return;
 	}
 	stdio_pages += grown - old;
+	stdio_size[fd == STDIN_FILENO ? 0 : 1] = grown;
+}
+
+/* The budget shrank below what the stdio pipes grew by (more sessions
+ * than when they were sized): give back stdin's growth, then as much of
+ * stdout's as needed, keeping room for one splice pipe.  The kernel
+ * refuses (EBUSY) while a pipe holds more than the smaller size: then
+ * this is tried again at the next count.  (Pacing, sized for the larger
+ * stdout, then waits for room instead of sleeping.) */
+static void shrink_stdio(void)
+{
+	unsigned long keep = pipe_slots_for(SFTP_MAX_READ_LENGTH, page_size),
+	              size;
+	int i, fd;
+
+	for (i = 0; i < 2 && stdio_pages + keep > session_budget; i++) {
+		if (stdio_size[i] == 0)
+			continue;
+		fd = i == 0 ? STDIN_FILENO : STDOUT_FILENO;
+		size = i == 0
+		           ? 0
+		           : pipe_stdio_size(
+		                 session_budget,
+		                 stdio_pages - (stdio_size[i] - DEFAULT_SLOTS),
+		                 DEFAULT_SLOTS, stdio_size[i], keep);
+		if (size == 0)
+			size = DEFAULT_SLOTS;
+		if (size >= stdio_size[i] ||
+		    fcntl(fd, F_SETPIPE_SZ, (int)(size * page_size)) < 0)
+			continue;
+		stdio_pages -= stdio_size[i] - size;
+		stdio_size[i] = size > DEFAULT_SLOTS ? size : 0;
+	}
 }
 
 /* --- The pool ------------------------------------------------------------ */
@@ -426,8 +460,10 @@ int pipe_get(struct pipe_pair *p, size_t len)
 		return PIPE_COPY;
 	}
 	drop_idle_spares(now);
-	if (now - counted_at >= RECOUNT_NS)
+	if (now - counted_at >= RECOUNT_NS) {
 		update_budget(now); /* sessions come and go */
+		shrink_stdio();
+	}
 	s.budget =
 	    session_budget > stdio_pages ? session_budget - stdio_pages : 0;
 	s.max_slots = limits.exempt ? ~0UL : limits.max_pages;

@@ -29,7 +29,7 @@ Environment (sizes take K, M or G):
                skips this with SESSIONS=none
   DIRECTIONS   [download,upload]
   SESSION_SIZE bytes per download session [256M]
-  UPLOAD_SIZE  bytes per upload session [32M]
+  UPLOAD_SIZE  bytes per upload session [64M]
   SESSION_ROUNDS [2]  DEPTH [64]  RUN_AS [nobody, when root]
   BENCH_OUT [bench/out]  BENCH_TMPDIR [/var/tmp]  STALL_TIMEOUT [60]
 """
@@ -65,7 +65,7 @@ class Cfg:
     directions = [d for d in env("DIRECTIONS", "download,upload").split(",")
                   if d]
     size = parse_size(env("SESSION_SIZE", "256M"))
-    upload_size = parse_size(env("UPLOAD_SIZE", "32M"))
+    upload_size = parse_size(env("UPLOAD_SIZE", "64M"))
     rounds = int(env("SESSION_ROUNDS", "2"))
     depth = int(env("DEPTH", "64"))
     out = os.path.abspath(env("BENCH_OUT", os.path.join(HERE, "out")))
@@ -167,7 +167,8 @@ def ring_bytes(pid, fd):
 class Sampler:
     """Every 50 ms: each server's VmHWM, threads, pipes and ring; the
     lowest MemAvailable.  Also runs the new-pipe probe once, as the user,
-    after every server has been seen running for 50 ms."""
+    once every server has been seen running (and its pipes made: they are
+    made as its first READs start)."""
 
     def __init__(self, loads, n):
         self.loads = loads
@@ -206,7 +207,6 @@ class Sampler:
             if len(self.per) >= self.n and all_seen is None:
                 all_seen = time.monotonic()
             if all_seen is not None and self.probe is None and \
-                    time.monotonic() - all_seen > 0.05 and \
                     all(os.path.exists("/proc/%d" % s) for s in servers):
                 self.probe = new_pipe_probe()
             self.stop.wait(0.05)
@@ -216,19 +216,25 @@ class Sampler:
         self.thread.join()
 
 
-PROBE = ("import fcntl,os\n"
-         "r,w=os.pipe()\n"
-         "d=fcntl.fcntl(w,1032)\n"
-         "try:\n g=fcntl.fcntl(w,1031,1<<20)\n"
-         "except OSError:\n g=0\n"
-         "print(d,g)\n")
+# A new pipe: its default size, and its size after asking for 1 MiB (0:
+# refused).  perl starts in a few ms; Python's start may outlast a run.
+PROBE_PERL = ("pipe(R,W) or die; $d=fcntl(W,1032,0); $g=fcntl(W,1031,1<<20);"
+              " print $d+0, ' ', ($g||0)+0, \"\\n\"")
+PROBE_PY = ("import fcntl,os\n"
+            "r,w=os.pipe()\n"
+            "d=fcntl.fcntl(w,1032)\n"
+            "try:\n g=fcntl.fcntl(w,1031,1<<20)\n"
+            "except OSError:\n g=0\n"
+            "print(d,g)\n")
 
 
 def new_pipe_probe():
     """A new pipe made by the user now: (default size, size after asking
     for 1 MiB, 0 if refused)."""
-    p = subprocess.run(as_user() + [sys.executable, "-c", PROBE],
-                       capture_output=True, text=True, timeout=30)
+    cmd = ["perl", "-e", PROBE_PERL] if shutil.which("perl") else \
+        [sys.executable, "-c", PROBE_PY]
+    p = subprocess.run(as_user() + cmd, capture_output=True, text=True,
+                       timeout=30)
     try:
         d, g = p.stdout.split()
         return int(d), int(g)
