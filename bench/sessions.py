@@ -13,6 +13,7 @@ uploads write one file per session.  Measured per run:
   aggregate MiB/s   all bytes / wall time from the gate to the last exit
   server CPU        the servers' user+system time, summed (from wait4)
   RSS               each server's peak resident set (VmHWM), averaged
+                    (n/a: the run ended before a sample)
   pipes             the pipe buffer capacity each server holds at its peak
                     (stdin and stdout included; what the quota counts),
                     averaged; needs root (the servers are not dumpable)
@@ -40,6 +41,7 @@ import os
 import pwd
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,11 +132,10 @@ def kernel_side(pid):
             seen.add(target)
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            except PermissionError:
-                pipes = None  # not root
-                continue
             except OSError:
-                continue  # gone meanwhile
+                if os.getuid() != 0:
+                    pipes = None  # not root: cannot look
+                continue  # root: exiting meanwhile
             try:
                 if pipes is not None:
                     pipes += fcntl.fcntl(fd, F_GETPIPE_SZ)
@@ -288,9 +289,10 @@ def one_run(w, direction, n, cmd):
         "sessions": n, "bytes": n * size, "wall": wall,
         "mib_s": n * size / MiB / wall, "server_cpu": cpu,
         "cpu_s_per_gib": cpu / (n * size / GiB),
-        "rss": avg([d["hwm"] for d in per]),
+        "rss": avg([d["hwm"] for d in per if d["hwm"]]) or None,
         "pipes": None if None in pipes or not pipes else avg(pipes),
-        "ring": avg([d["ring"] + 16384 * (d["threads"] - 1) for d in per]),
+        "ring": avg([d["ring"] + 16384 * (d["threads"] - 1) for d in per])
+        if per else None,
         "mem_drop": max(0, sampler.mem0 - sampler.mem_min),
         "probe": sampler.probe, "errors": errors,
     }
@@ -323,8 +325,8 @@ def table(results):
             continue
 
         def med(runs, f):
-            v = sorted(r[f] for r in runs if r[f] is not None)
-            return v[len(v) // 2] if v else None
+            v = [r[f] for r in runs if r[f] is not None]
+            return statistics.median(v) if v else None
         om, um = med(o, "mib_s"), med(u, "mib_s")
         oc, uc = med(o, "server_cpu"), med(u, "server_cpu")
         lines.append("| %d | %s | %.0f | %.0f | **%.2f** | %.2f | %.2f | "
@@ -332,7 +334,7 @@ def table(results):
                          n, direction, om, um, um / om, oc, uc,
                          uc / oc if oc else 0, mib(med(o, "rss")),
                          mib(med(u, "rss")), mib(med(o, "pipes"), 2),
-                         mib(med(u, "pipes"), 2), med(u, "ring") / 1024,
+                         mib(med(u, "pipes"), 2), (med(u, "ring") or 0) / 1024,
                          mib(med(o, "mem_drop"), 0),
                          mib(med(u, "mem_drop"), 0),
                          probe_text(o[-1]["probe"]),
