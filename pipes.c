@@ -159,15 +159,16 @@ enum pipe_step pipe_next_step(const struct pipe_pool_state *s,
 
 /* --- What the kernel says ------------------------------------------------ */
 
-static unsigned long read_sysctl(const char *path)
+/* A sysctl's value, or dflt when it cannot be read (a confined process). */
+static unsigned long read_sysctl(const char *path, unsigned long dflt)
 {
-	unsigned long v = 0;
+	unsigned long v = dflt;
 	FILE *f = fopen(path, "re");
 
 	if (f == NULL)
-		return 0;
+		return dflt;
 	if (fscanf(f, "%lu", &v) != 1)
-		v = 0;
+		v = dflt;
 	fclose(f);
 	return v;
 }
@@ -246,10 +247,12 @@ static void read_limits(void)
 	limits_read = 1;
 	if (ps > 0)
 		page_size = (unsigned long)ps;
-	limits.soft_pages = read_sysctl("/proc/sys/fs/pipe-user-pages-soft");
-	limits.hard_pages = read_sysctl("/proc/sys/fs/pipe-user-pages-hard");
+	/* The kernel's defaults where they cannot be read. */
+	limits.soft_pages =
+	    read_sysctl("/proc/sys/fs/pipe-user-pages-soft", 16384);
+	limits.hard_pages = read_sysctl("/proc/sys/fs/pipe-user-pages-hard", 0);
 	limits.max_pages =
-	    read_sysctl("/proc/sys/fs/pipe-max-size") / page_size;
+	    read_sysctl("/proc/sys/fs/pipe-max-size", 1024 * 1024) / page_size;
 	if (limits.max_pages == 0)
 		limits.max_pages = 1024 * 1024 / page_size;
 	limits.exempt = quota_exempt();
