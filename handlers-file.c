@@ -286,18 +286,42 @@ static void read_finish(struct request *req)
 	debug("request %u: sent data len %d", req->id, (int)n);
 }
 
-/* A file system that cannot splice: read into the reply buffer instead. */
+/* A file system that cannot splice, or no pipe to be had: read into the
+ * reply buffer instead. */
 static int read_without_splice(struct request *req)
 {
 	uint8_t *p;
 
-	pipe_put(&req->pipe, 0);
+	if (req->has_pipe)
+		pipe_put(&req->pipe, 0);
 	req->has_pipe = 0;
 	req->io_fallback = NULL;
 	if (wbuf_reserve(&req->reply, req->io.len, &p) != BUF_OK)
 		return 0;
 	req->io.opcode = IO_READ;
 	req->io.buf = p;
+	return 1;
+}
+
+/* Right before the splice is submitted (so that pipes are lent only to
+ * READs about to run): a pipe from the pool; or 0, to wait until one of
+ * the session's pipes comes back; or a plain read when none will. */
+static int take_pipe(struct request *req)
+{
+	switch (pipe_get(&req->pipe, req->io.len)) {
+	case PIPE_OK:
+		req->has_pipe = 1;
+		req->io.fd_out = req->pipe.wr;
+		break;
+	case PIPE_WAIT:
+		return 0;
+	default:
+		req->has_copy_slot = 1;
+		if (!read_without_splice(req))
+			fatal_exit(255, "process_read: no memory for %zu bytes",
+			           req->io.len);
+	}
+	req->io_prepare = NULL;
 	return 1;
 }
 
@@ -369,18 +393,15 @@ int process_read(struct request *req)
 	if (h->is_regular)
 		readahead_on_read(h, pos, len);
 	req->io_finish = read_finish;
-	if (h->is_regular && len >= SPLICE_MIN_LEN &&
-	    pipe_get(&req->pipe) == 0) {
-		/* Spliced only under a read lease (lease.h): else another
-		 * process could change the pages before they leave. */
-		if (lease_for_splice(h->fd)) {
-			req->has_pipe = 1;
-			setup_io(req, h, idx, IO_SPLICE_IN, pos, NULL, len);
-			req->io.fd_out = req->pipe.wr;
-			req->io_fallback = read_without_splice;
-			return HANDLER_IO;
-		}
-		pipe_put(&req->pipe, 0);
+	/* Spliced only under a read lease (lease.h): else another process
+	 * could change the pages before they leave.  The pipe is taken right
+	 * before the splice is submitted (take_pipe). */
+	if (h->is_regular && len >= SPLICE_MIN_LEN && pipes_splicing() &&
+	    lease_for_splice(h->fd)) {
+		setup_io(req, h, idx, IO_SPLICE_IN, pos, NULL, len);
+		req->io_prepare = take_pipe;
+		req->io_fallback = read_without_splice;
+		return HANDLER_IO;
 	}
 	if (wbuf_reserve(&req->reply, len, &p) != BUF_OK)
 		fatal_exit(255, "process_read: no memory for %u bytes", len);

@@ -250,6 +250,8 @@ static int start_one(struct request *req)
 		num_in_flight++;
 		return 1;
 	}
+	if (req->io_prepare != NULL && !req->io_prepare(req))
+		return 0;
 	rc = backend->submit(&req->io);
 	if (rc == -EBUSY) {
 		coalesce_flush();

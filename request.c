@@ -75,11 +75,14 @@ void request_free(struct request *req)
 	req->job = NULL;
 	if (req->has_pipe)
 		pipe_put(&req->pipe, req->pipe_left);
+	if (req->has_copy_slot)
+		pipe_copy_done();
 	if (req->chunk != NULL)
 		input_chunk_put(req->chunk);
 	if (req->packet_allocated)
 		free(req->packet);
 	req->has_pipe = 0;
+	req->has_copy_slot = 0;
 	req->chunk = NULL;
 	req->packet_allocated = 0;
 	if (num_spare >= SPARE_MAX) {

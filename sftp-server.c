@@ -50,11 +50,10 @@
 #define INPUT_CHUNKS 16
 /* Stop framing new requests while this much reply data waits. */
 #define MAX_REPLY_BYTES (8 * 1024 * 1024)
-/* Ask the kernel for bigger pipes (sshd drains 32 KiB at a time) and
- * socket send buffers (what spliced replies hold there is mostly
- * references to page-cache pages).  net.core.wmem_max caps the latter:
- * 208 KiB on a stock system. */
-#define PIPE_SIZE (1024 * 1024)
+/* Ask the kernel for bigger socket send buffers (what spliced replies
+ * hold there is mostly references to page-cache pages).
+ * net.core.wmem_max caps them: 208 KiB on a stock system.  Pipes grow in
+ * pipes.c, within the session's pipe budget. */
 #define SOCKET_SNDBUF (4 * 1024 * 1024)
 
 static void cleanup_exit(int status)
@@ -95,7 +94,7 @@ static void tune_stdio(int fd)
 	if (fstat(fd, &st) == -1)
 		return;
 	if (S_ISFIFO(st.st_mode))
-		(void)fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+		pipes_tune_stdio(fd); /* within the session's pipe budget */
 	/* A local socket's writer is woken once three quarters of its send
 	 * buffer are free: a bigger one means fewer, larger turns (capped
 	 * by net.core.wmem_max). */
@@ -173,11 +172,9 @@ static void set_handle_limit(void)
  * it; else their bytes are copied. */
 static void setup_splice(void)
 {
-	/* Twice the largest READ: an unaligned one spans one page more than
-	 * its length, and each page takes a pipe slot. */
 	if (!srv.opt.no_splice && backend->can_splice() &&
 	    output_stdout_takes_splices())
-		(void)pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH);
+		(void)pipes_init(srv.opt.queue_depth);
 }
 
 /* SIGIO says someone waits for a read lease of ours to go (lease.h).  It

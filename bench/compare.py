@@ -29,12 +29,15 @@ Environment (sizes take K, M or G):
   BENCH_OUT     [bench/out]   BENCH_TMPDIR [/var/tmp]
   STALL_TIMEOUT seconds without any reply before sftp-load fails [30]
   SNAPSHOT      0: run SERVER in place, not a copy taken at the start [1]
+  RUN_AS        when run as root, the servers run as this user, as sshd
+                would run them [nobody]; empty: as root
 """
 
 import datetime
 import getpass
 import json
 import os
+import pwd
 import shlex
 import shutil
 import socket
@@ -180,13 +183,36 @@ class Cfg:
     python = "/usr/bin/python3"
 
 
+def as_user():
+    """The prefix that runs a server as RUN_AS (default nobody) when this
+    runs as root: sshd runs the subsystem as the logged-in user, whose
+    pipe quota (fs.pipe-user-pages-soft) applies; root is exempt.  [] when
+    not root or RUN_AS is empty."""
+    name = env("RUN_AS", "nobody")
+    if os.getuid() != 0 or not name:
+        return []
+    pw = pwd.getpwnam(name)
+    return ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+            "--init-groups", "--inh-caps=-all"]
+
+
+def give_to_user(path):
+    """Let the servers' user write in path (uploads land there)."""
+    prefix = as_user()
+    if prefix:
+        uid, gid = (int(a.split("=")[1]) for a in prefix[1:3])
+        os.chown(path, uid, gid)
+
+
 def servers():
-    s = [("openssh", "OpenSSH", [Cfg.openssh]),
-         ("ours", "ours", [Cfg.server] + Cfg.ours_args)]
+    u = as_user()
+    s = [("openssh", "OpenSSH", u + [Cfg.openssh]),
+         ("ours", "ours", u + [Cfg.server] + Cfg.ours_args)]
     if "plain" in Cfg.variants:
-        s.append(("plain", "ours plain", [Cfg.server, "--backend=plain"]))
+        s.append(("plain", "ours plain",
+                  u + [Cfg.server, "--backend=plain"]))
     if "ges" in Cfg.variants and os.access(Cfg.ges, os.X_OK):
-        s.append(("ges", "gesftpserver", [Cfg.ges]))
+        s.append(("ges", "gesftpserver", u + [Cfg.ges]))
     return s
 
 
@@ -374,6 +400,7 @@ def make_scenarios(w, cold):
     def fresh_small():
         shutil.rmtree(small, ignore_errors=True)
         os.mkdir(small)
+        give_to_user(small)
 
     def verified(fn, path, size):
         def run(key, cmd, pin):
@@ -720,6 +747,8 @@ def main():
         sys.exit("no server at %s (set SERVER)" % Cfg.server)
     os.makedirs(Cfg.out, exist_ok=True)
     w = tempfile.mkdtemp(prefix="sftp-bench.", dir=Cfg.tmpdir)
+    os.chmod(w, 0o755)
+    give_to_user(w)
     t_start = time.monotonic()
     try:
         return bench(w)

@@ -1,7 +1,9 @@
 #!/bin/sh
 # compare.sh: what `make bench` runs. Compares ./uring-sftp-server with
-# OpenSSH's sftp-server (and gesftpserver when installed); see README.md here
-# for the environment variables. Builds the load client when run outside make.
+# OpenSSH's sftp-server (and gesftpserver when installed), one session at a
+# time (compare.py), then with many sessions at once (sessions.py; skipped
+# with SESSIONS=none); see README.md here for the environment variables.
+# Builds the load client when run outside make.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +21,8 @@ export LOAD
 # The chart (ratios.svg beside results.json, bench/chart.py) is drawn from
 # what this run's compare.py wrote, also when a transfer failed; an old
 # results.json is never drawn, and a missing gnuplot only costs the chart.
+# Then the concurrent-sessions scenario (bench/sessions.py; SESSIONS=none
+# skips it).
 out=${BENCH_OUT:-$here/out}
 mkdir -p "$out"
 stamp=$out/.run-started
@@ -30,4 +34,7 @@ if [ "$out/results.json" -nt "$stamp" ]; then
 		echo "compare.sh: no chart drawn" >&2
 fi
 rm -f "$stamp"
+if [ "${SESSIONS:-}" != none ]; then
+	/usr/bin/python3 "$here/sessions.py" || status=$?
+fi
 exit "$status"

@@ -51,6 +51,10 @@ struct request {
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
 
+	/* Called until it returns 1 before the I/O is submitted: 0 means
+	 * not yet (a READ waiting for a splice pipe to come back). */
+	int (*io_prepare)(struct request *req);
+
 	/* Switch failed I/O to another way (a splice the file system does not
 	 * support becomes a read): 1 if req->io is ready to resubmit. */
 	int (*io_fallback)(struct request *req);
@@ -68,6 +72,8 @@ struct request {
 
 	/* A READ whose data waits in a pipe, sent after the reply header. */
 	int has_pipe;
+	/* A READ the pipe pool told to copy (pipe_get gave PIPE_COPY). */
+	int has_copy_slot;
 	struct pipe_pair pipe;
 	size_t pipe_left;
 

@@ -380,7 +380,7 @@ START_TEST(test_waiting_for_the_reader)
 	int64_t last = 0;
 	int i;
 
-	if (pipes_init(8, 2 * SFTP_MAX_READ_LENGTH) != 0)
+	if (pipes_init(8) != 0)
 		return; /* no pipes here: nothing is spliced */
 	write_file("h", 'A', 65536);
 	send_init();

@@ -976,7 +976,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	out_wr = out[1];
 	(void)fcntl(out_wr, F_SETPIPE_SZ, 1024 * 1024);
 	if (!srv.opt.no_splice && backend->can_splice() &&
-	    pipes_init(srv.opt.queue_depth, 2 * SFTP_MAX_READ_LENGTH) != 0)
+	    pipes_init(srv.opt.queue_depth) != 0)
 		fprintf(stderr, "fuzz_packets: no splicing here\n");
 	reset_session();
 	return 0;

@@ -1,0 +1,420 @@
+#!/usr/bin/python3
+"""Concurrent sessions of one user: N sessions at once, OpenSSH's
+sftp-server against ours (issue 11).  Part of `make bench` (compare.sh runs
+it after compare.py); see bench/README.md.  Standard library only.
+
+Each session is one `sftp-load` (client and server on pipes, as sshd gives
+them), all started together through a gate, all run as one unprivileged
+user: when this runs as root, RUN_AS (default nobody) through setpriv, so
+that the user's pipe quota (fs.pipe-user-pages-soft) applies as it does
+under sshd; otherwise the invoking user.  Downloads read one warm file,
+uploads write one file per session.  Measured per run:
+
+  aggregate MiB/s   all bytes / wall time from the gate to the last exit
+  server CPU        the servers' user+system time, summed (from wait4)
+  RSS               each server's peak resident set (VmHWM), averaged
+                    (n/a: the run ended before a sample)
+  pipes             the pipe buffer capacity each server holds at its peak
+                    (stdin and stdout included; what the quota counts),
+                    averaged; needs root (the servers are not dumpable)
+  ring              io_uring ring memory from fdinfo, plus 16 KiB per
+                    io-wq worker thread (its kernel stack), averaged
+  MemAvailable      drop during the run (the whole machine: noisy)
+  new pipe          while the sessions run, a new pipe made by the same
+                    user: its default size and whether it grows to 1 MiB
+
+Environment (sizes take K, M or G):
+  SERVER [./uring-sftp-server]  OURS_ARGS [--backend=uring]
+  OPENSSH [/usr/lib/openssh/sftp-server]  LOAD [bench/sftp-load]
+  SESSIONS     comma list of session counts [1,4,16,64]; compare.sh
+               skips this with SESSIONS=none
+  DIRECTIONS   [download,upload]
+  SESSION_SIZE bytes per download session [256M]
+  UPLOAD_SIZE  bytes per upload session [64M]
+  SESSION_ROUNDS [2]  DEPTH [64]  RUN_AS [nobody, when root]
+  BENCH_OUT [bench/out]  BENCH_TMPDIR [/var/tmp]  STALL_TIMEOUT [60]
+"""
+
+import fcntl
+import json
+import os
+import pwd
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from compare import (as_user, env, give_to_user, log, parse_kv,  # noqa: E402
+                     parse_size)
+MiB = 1 << 20
+GiB = 1 << 30
+BIG = 261120
+F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+
+
+class Cfg:
+    server = os.path.abspath(env("SERVER", "./uring-sftp-server"))
+    ours_args = shlex.split(env("OURS_ARGS", "--backend=uring"))
+    openssh = env("OPENSSH", "/usr/lib/openssh/sftp-server")
+    load = os.path.abspath(env("LOAD", os.path.join(HERE, "sftp-load")))
+    counts = [int(n) for n in env("SESSIONS", "1,4,16,64").split(",") if n]
+    directions = [d for d in env("DIRECTIONS", "download,upload").split(",")
+                  if d]
+    size = parse_size(env("SESSION_SIZE", "256M"))
+    upload_size = parse_size(env("UPLOAD_SIZE", "64M"))
+    rounds = int(env("SESSION_ROUNDS", "2"))
+    depth = int(env("DEPTH", "64"))
+    out = os.path.abspath(env("BENCH_OUT", os.path.join(HERE, "out")))
+    tmpdir = env("BENCH_TMPDIR", "/var/tmp")
+    stall = int(env("STALL_TIMEOUT", "60"))
+
+
+def meminfo_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def children_of(pids):
+    """{pid: its child's pid} for the pids that have one (no
+    /proc/PID/task/PID/children on every kernel: a scan of /proc)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid in pids:
+            found[ppid] = int(name)
+    return found
+
+
+def status_fields(pid):
+    r = {}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmHWM", "VmRSS", "Threads"):
+                    r[k] = int(v.split()[0])
+    except OSError:
+        pass
+    return r
+
+
+def kernel_side(pid):
+    """(pipe capacity, ring bytes) the kernel holds for the server: its
+    pipes (each counted once) by F_GETPIPE_SZ through /proc/PID/fd, its
+    io_uring rings from fdinfo.  None for the pipes without root."""
+    seen, pipes, ring = set(), 0, 0
+    try:
+        names = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return None, 0
+    for name in names:
+        path = "/proc/%d/fd/%s" % (pid, name)
+        try:
+            target = os.readlink(path)
+        except OSError:
+            continue
+        if target.startswith("pipe:") and target not in seen:
+            seen.add(target)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                if os.getuid() != 0:
+                    pipes = None  # not root: cannot look
+                continue  # root: exiting meanwhile
+            try:
+                if pipes is not None:
+                    pipes += fcntl.fcntl(fd, F_GETPIPE_SZ)
+            finally:
+                os.close(fd)
+        elif target == "anon_inode:[io_uring]":
+            ring += ring_bytes(pid, name)
+    return pipes, ring
+
+
+def ring_bytes(pid, fd):
+    """Submission entries (64 B) and completion entries (16 B) plus the
+    ring headers and the index array, each area page-rounded."""
+    sq = cq = 0
+    try:
+        with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+            for line in f:
+                if line.startswith("SqMask:"):
+                    sq = int(line.split()[1], 16) + 1
+                elif line.startswith("CqMask:"):
+                    cq = int(line.split()[1], 16) + 1
+    except OSError:
+        return 0
+
+    def pages(n):
+        return (n + 4095) // 4096 * 4096
+    return pages(sq * 64) + pages(cq * 16 + sq * 4 + 512)
+
+
+class Sampler:
+    """Every 50 ms: each server's VmHWM, threads, pipes and ring; the
+    lowest MemAvailable.  Also runs the new-pipe probe once, as the user,
+    once every server has been seen running (and its pipes made: they are
+    made as its first READs start)."""
+
+    def __init__(self, loads, n):
+        self.loads = loads
+        self.n = n
+        self.per = {}  # server pid -> dict of peaks
+        self.mem0 = meminfo_available()
+        self.mem_min = self.mem0
+        self.probe = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        all_seen = None
+        server_of = {}
+        while not self.stop.is_set():
+            if len(server_of) < self.n:
+                server_of.update(children_of(
+                    {p.pid for p in self.loads} - set(server_of)))
+            servers = list(server_of.values())
+            for s in servers:
+                st = status_fields(s)
+                if not st:
+                    continue
+                pipes, ring = kernel_side(s)
+                d = self.per.setdefault(s, {"hwm": 0, "threads": 0,
+                                            "pipes": 0, "ring": 0})
+                d["hwm"] = max(d["hwm"], st.get("VmHWM", 0) * 1024)
+                d["threads"] = max(d["threads"], st.get("Threads", 1))
+                d["ring"] = max(d["ring"], ring)
+                if pipes is None:
+                    d["pipes"] = None
+                elif d["pipes"] is not None:
+                    d["pipes"] = max(d["pipes"], pipes)
+            self.mem_min = min(self.mem_min, meminfo_available())
+            if len(self.per) >= self.n and all_seen is None:
+                all_seen = time.monotonic()
+            if all_seen is not None and self.probe is None and \
+                    all(os.path.exists("/proc/%d" % s) for s in servers):
+                self.probe = new_pipe_probe()
+            self.stop.wait(0.05)
+
+    def done(self):
+        self.stop.set()
+        self.thread.join()
+
+
+# A new pipe: its default size, and its size after asking for 1 MiB (0:
+# refused).  perl starts in a few ms; Python's start may outlast a run.
+PROBE_PERL = ("pipe(R,W) or die; $d=fcntl(W,1032,0); $g=fcntl(W,1031,1<<20);"
+              " print $d+0, ' ', ($g||0)+0, \"\\n\"")
+PROBE_PY = ("import fcntl,os\n"
+            "r,w=os.pipe()\n"
+            "d=fcntl.fcntl(w,1032)\n"
+            "try:\n g=fcntl.fcntl(w,1031,1<<20)\n"
+            "except OSError:\n g=0\n"
+            "print(d,g)\n")
+
+
+def new_pipe_probe():
+    """A new pipe made by the user now: (default size, size after asking
+    for 1 MiB, 0 if refused)."""
+    cmd = ["perl", "-e", PROBE_PERL] if shutil.which("perl") else \
+        [sys.executable, "-c", PROBE_PY]
+    p = subprocess.run(as_user() + cmd, capture_output=True, text=True,
+                       timeout=30)
+    try:
+        d, g = p.stdout.split()
+        return int(d), int(g)
+    except ValueError:
+        return None
+
+
+def one_run(w, direction, n, cmd):
+    """n sessions of one server at once; returns the measurements."""
+    size = Cfg.size if direction == "download" else Cfg.upload_size
+    loads = []
+    for i in range(n):
+        path = os.path.join(w, "src") if direction == "download" else \
+            os.path.join(w, "up.%d" % i)
+        argv = as_user() + [Cfg.load, "-t", str(Cfg.stall), "-s", str(size),
+                            "-b", str(BIG), "-q", str(Cfg.depth), direction,
+                            path, "--"] + cmd
+        # Each waits for a line on its stdin: the start of all at once.
+        loads.append(subprocess.Popen(
+            ["sh", "-c", "read -r go && exec " + shlex.join(argv)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    sampler = Sampler(loads, n)
+    t0 = time.monotonic()
+    for p in loads:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=600) for p in loads]
+    wall = time.monotonic() - t0
+    sampler.done()
+    cpu, errors = 0.0, []
+    for p, (out, err) in zip(loads, outs):
+        res = [parse_kv(line) for line in out.splitlines()
+               if line.startswith("RESULT ")]
+        if p.returncode or not res:
+            errors.append("exit %d: %s" % (p.returncode, err.strip()[-300:]))
+            continue
+        cpu += float(res[0]["server_cpu"])
+    if direction == "upload":
+        for i in range(n):
+            try:
+                os.unlink(os.path.join(w, "up.%d" % i))
+            except OSError:
+                pass
+    per = list(sampler.per.values())
+    pipes = [d["pipes"] for d in per]
+
+    def avg(v):
+        return sum(v) / len(v) if v else 0
+    return {
+        "sessions": n, "bytes": n * size, "wall": wall,
+        "mib_s": n * size / MiB / wall, "server_cpu": cpu,
+        "cpu_s_per_gib": cpu / (n * size / GiB),
+        "rss": avg([d["hwm"] for d in per if d["hwm"]]) or None,
+        "pipes": None if None in pipes or not pipes else avg(pipes),
+        "ring": avg([d["ring"] + 16384 * (d["threads"] - 1) for d in per])
+        if per else None,
+        "mem_drop": max(0, sampler.mem0 - sampler.mem_min),
+        "probe": sampler.probe, "errors": errors,
+    }
+
+
+def mib(v, digits=1):
+    return "n/a" if v is None else "%.*f" % (digits, v / MiB)
+
+
+def probe_text(p):
+    if p is None:
+        return "n/a"
+    d, g = p
+    ok = d >= 65536 and g >= MiB
+    return "%d KiB%s" % (d // 1024, "" if ok else " **small**" if d < 65536
+                         else ", 1 MiB refused")
+
+
+def table(results):
+    lines = ["| sessions | direction | OpenSSH MiB/s | ours MiB/s | ratio | "
+             "OpenSSH CPU s | ours CPU s | CPU ratio | RSS/session MiB "
+             "(OpenSSH, ours) | pipes/session MiB (OpenSSH, ours) | "
+             "ring/session KiB (ours) | MemAvailable drop MiB (OpenSSH, "
+             "ours) | user's new pipe (OpenSSH, ours) |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|---|"]
+    for key in sorted(results, key=lambda k: (k[1], k[0])):
+        direction, n = key
+        o, u = results[key]["openssh"], results[key]["ours"]
+        if not o or not u:
+            continue
+
+        def med(runs, f):
+            v = [r[f] for r in runs if r[f] is not None]
+            return statistics.median(v) if v else None
+        om, um = med(o, "mib_s"), med(u, "mib_s")
+        oc, uc = med(o, "server_cpu"), med(u, "server_cpu")
+        lines.append("| %d | %s | %.0f | %.0f | **%.2f** | %.2f | %.2f | "
+                     "%.2f | %s, %s | %s, %s | %.0f | %s, %s | %s, %s |" % (
+                         n, direction, om, um, um / om, oc, uc,
+                         uc / oc if oc else 0, mib(med(o, "rss")),
+                         mib(med(u, "rss")), mib(med(o, "pipes"), 2),
+                         mib(med(u, "pipes"), 2), (med(u, "ring") or 0) / 1024,
+                         mib(med(o, "mem_drop"), 0),
+                         mib(med(u, "mem_drop"), 0),
+                         probe_text(o[-1]["probe"]),
+                         probe_text(u[-1]["probe"])))
+    return lines
+
+
+def main():
+    for p, what in ((Cfg.load, "load client"), (Cfg.server, "server"),
+                    (Cfg.openssh, "OpenSSH's sftp-server")):
+        if not os.access(p, os.X_OK):
+            sys.exit("no %s at %s" % (what, p))
+    os.makedirs(Cfg.out, exist_ok=True)
+    w = tempfile.mkdtemp(prefix="sftp-sessions.", dir=Cfg.tmpdir)
+    try:
+        return bench(w)
+    finally:
+        shutil.rmtree(w, ignore_errors=True)
+
+
+def bench(w):
+    # Others may rebuild the server meanwhile: one copy throughout, where
+    # the user can run it.
+    os.chmod(w, 0o755)
+    server = os.path.join(w, "uring-sftp-server")
+    shutil.copy2(Cfg.server, server)
+    load = os.path.join(w, "sftp-load")
+    shutil.copy2(Cfg.load, load)
+    Cfg.load = load
+    give_to_user(w)
+    who = pwd.getpwuid(int(as_user()[1].split("=")[1]) if as_user()
+                       else os.getuid()).pw_name
+    servers = [("openssh", [Cfg.openssh]), ("ours", [server] + Cfg.ours_args)]
+    src = os.path.join(w, "src")
+    subprocess.run([load, "-s", str(Cfg.size), "mkfile", src], check=True)
+    os.chmod(src, 0o644)
+    with open(src, "rb") as f:  # warm
+        while f.read(4 * MiB):
+            pass
+    soft = open("/proc/sys/fs/pipe-user-pages-soft").read().strip()
+    log("sessions as %s (uid %d), fs.pipe-user-pages-soft %s" % (
+        who, pwd.getpwnam(who).pw_uid, soft))
+    results, failed = {}, False
+    for direction in Cfg.directions:
+        for n in Cfg.counts:
+            key = (direction, n)
+            results[key] = {"openssh": [], "ours": []}
+            for rnd in range(Cfg.rounds):
+                order = servers if rnd % 2 == 0 else servers[::-1]
+                for name, cmd in order:
+                    r = one_run(w, direction, n, cmd)
+                    if r["errors"]:
+                        failed = True
+                        log("  %s x%d %s: FAILED: %s" % (
+                            direction, n, name, r["errors"][0]))
+                        continue
+                    results[key][name].append(r)
+                    log("  %-8s x%-3d %-8s %8.0f MiB/s  server CPU %6.2f s"
+                        "  RSS %5s MiB  pipes %5s MiB  new pipe %s" % (
+                            direction, n, name, r["mib_s"], r["server_cpu"],
+                            mib(r["rss"]), mib(r["pipes"], 2),
+                            probe_text(r["probe"])))
+    head = ["## Concurrent sessions: %s" % time.strftime("%Y-%m-%d %H:%M"),
+            "",
+            "All sessions at once as user %s (fs.pipe-user-pages-soft %s), "
+            "%d KiB READs and WRITEs, %d in flight; downloads %d MiB and "
+            "uploads %d MiB per session, a warm file; medians of %d "
+            "rounds. %d CPUs, Linux %s. Server CPU is the sum over the "
+            "sessions; RSS, pipes and ring are per session at its peak." % (
+                who, soft, BIG // 1024, Cfg.depth, Cfg.size // MiB,
+                Cfg.upload_size // MiB, Cfg.rounds, os.cpu_count() or 0,
+                os.uname().release), ""]
+    text = "\n".join(head + table(results)) + "\n"
+    print(text)
+    with open(os.path.join(Cfg.out, "sessions.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(Cfg.out, "sessions.json"), "w") as f:
+        json.dump({"%s-%d" % k: v for k, v in results.items()}, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
