@@ -116,6 +116,9 @@ RSS_LIMIT = 64 * MIB
 REPLY_BOUND = 8 * MIB
 QUEUE_DEPTH = 64
 RSS_SPLICING = 10 * MIB
+# What a session's pipes may hold at most, stdio growth included (pipes.c,
+# SESSION_PIPE_BYTES): spliced replies beyond it wait for a pipe.
+PIPE_BUDGET = 3 * MIB
 PAUSE = 3.0
 
 ARGS = None
@@ -705,7 +708,8 @@ def read_flood(size, count, least, most):
     a few seconds: what the server then holds (spliced replies in its
     pipes, copied ones, with --no-splice, in its memory, seen as RSS
     growth) must be at least least (else the check tests nothing) and at
-    most most; a splicing server's RSS stays under RSS_SPLICING.  Then
+    most most (spliced: at least one reply, at most the pipe budget); a
+    splicing server's RSS stays under RSS_SPLICING.  Then
     every reply, in order, with the right data."""
     path, data = flood_file()
     rss_limit = RSS_LIMIT * (8 if is_sanitized() else 1)
@@ -745,7 +749,12 @@ def read_flood(size, count, least, most):
             % (peak / MIB, rss_limit // MIB))
     splicing = "--no-splice" not in ARGS.server_args
     held = held_pipes if splicing else held_mem
-    if not splicing:
+    if splicing:
+        # The pipe budget bounds spliced replies: READs beyond it wait
+        # for a pipe; at least one reply must be held for the check to
+        # test anything.
+        least, most = min(least, size), min(most, PIPE_BUDGET)
+    else:
         # RSS growth: the allocator's rounding and bookkeeping; ASan's
         # redzones and quarantine (freed memory kept a while) more so.
         most = most * (2 if is_sanitized() else 1) + MIB
