@@ -16,6 +16,9 @@ Environment (sizes take K, M or G):
   OURS_ARGS     its arguments         [--backend=uring]
   VARIANTS      extra columns: plain (ours --backend=plain), ges
                 (/usr/libexec/gesftpserver)   [plain,ges]
+  BASELINE      another build of ours (e.g. the last release), run with
+                OURS_ARGS as one more column, "before", to see what a
+                change cost or gained in the same run   [none]
   OPENSSH       [/usr/lib/openssh/sftp-server]
   GES           [/usr/libexec/gesftpserver]
   LOAD          the load client       [bench/sftp-load, next to this file]
@@ -180,6 +183,7 @@ class Cfg:
     server = os.path.abspath(env("SERVER", "./uring-sftp-server"))
     ours_args = shlex.split(env("OURS_ARGS", "--backend=uring"))
     variants = [v for v in env("VARIANTS", "plain,ges").split(",") if v]
+    baseline = env("BASELINE", "")
     python = "/usr/bin/python3"
 
 
@@ -213,6 +217,9 @@ def servers():
                   u + [Cfg.server, "--backend=plain"]))
     if "ges" in Cfg.variants and os.access(Cfg.ges, os.X_OK):
         s.append(("ges", "gesftpserver", u + [Cfg.ges]))
+    if Cfg.baseline:
+        s.append(("before", "ours before",
+                  u + [os.path.abspath(Cfg.baseline)] + Cfg.ours_args))
     return s
 
 
@@ -363,6 +370,7 @@ class Scenario:
 
 def make_scenarios(w, cold):
     src = os.path.join(w, "src")
+    src_shared = os.path.join(w, "src-shared")
     up = os.path.join(w, "up")
     got = os.path.join(w, "got")
     small = os.path.join(w, "small")
@@ -392,6 +400,10 @@ def make_scenarios(w, cold):
     def warm():
         unlink_up()
         prewarm(src)
+
+    def warm_shared():
+        unlink_up()
+        prewarm(src_shared)
 
     def warm_dir():
         for e in os.scandir(bigdir):
@@ -470,6 +482,11 @@ def make_scenarios(w, cold):
         S("download-255k", "warm download %s, 255 KiB x %d" % (size, D),
           "MiB/s", load("download", src, "-b", str(BIG), "-q", str(D), "-s",
                         str(Cfg.size)), before=warm),
+        S("download-255k-shared", "warm download %s, 255 KiB x %d, of a file "
+          "another user owns (no read lease: copied)" % (size, D),
+          "MiB/s", load("download", src_shared, "-b", str(BIG), "-q", str(D),
+                        "-s", str(Cfg.size)), before=warm_shared,
+          pinnable=False),
         S("devnull-32k", "upload %s to /dev/null, 32 KiB x %d" % (size, D),
           "MiB/s", load("upload", "/dev/null", "-b", "32768", "-q", str(D),
                         "-s", str(Cfg.size))),
@@ -783,6 +800,13 @@ def bench(w):
 
     log("preparing files in %s" % w)
     run_cmd([Cfg.load, "-s", str(Cfg.size), "mkfile", os.path.join(w, "src")])
+    # The user's own file, as users mostly download theirs (a read lease
+    # can be had on it: spliced); src-shared stays root's, readable, as a
+    # file another user shares (no lease: copied).
+    give_to_user(os.path.join(w, "src"))
+    if "download-255k-shared" in names:
+        shutil.copyfile(os.path.join(w, "src"), os.path.join(w, "src-shared"))
+        os.chmod(os.path.join(w, "src-shared"), 0o644)
     if Cfg.sshd_size != Cfg.size and names & {"sshd-put", "sshd-get"}:
         run_cmd([Cfg.load, "-s", str(Cfg.sshd_size), "mkfile",
                  os.path.join(w, "src-sshd")])
