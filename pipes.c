@@ -6,21 +6,19 @@
  * "Pipe budget"). */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "pipe-quota.h"
 #include "pipes.h"
 #include "sftp.h"
 
@@ -157,70 +155,6 @@ enum pipe_step pipe_next_step(const struct pipe_pool_state *s,
 
 /* --- What the kernel says ------------------------------------------------ */
 
-/* A sysctl's value, or dflt when it cannot be read (a confined process). */
-static unsigned long read_sysctl(const char *path, unsigned long dflt)
-{
-	unsigned long v = dflt;
-	FILE *f = fopen(path, "re");
-
-	if (f == NULL)
-		return dflt;
-	if (fscanf(f, "%lu", &v) != 1)
-		v = dflt;
-	fclose(f);
-	return v;
-}
-
-/* The kernel exempts CAP_SYS_RESOURCE and CAP_SYS_ADMIN from the quota. */
-static int quota_exempt(void)
-{
-	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data) != 0)
-		return 0;
-	return (data[0].effective & (1u << CAP_SYS_RESOURCE)) ||
-	       (data[0].effective & (1u << CAP_SYS_ADMIN));
-}
-
-/* Sessions of this server the user runs now, this one included: the
- * processes of our uid with our name.  Each reads only its own
- * /proc/PID/comm (readable though the server is not dumpable). */
-static unsigned count_sessions(void)
-{
-	char self[32] = "", comm[32], path[300];
-	struct dirent *e;
-	struct stat st;
-	unsigned n = 0;
-	uid_t uid = getuid();
-	FILE *f;
-	DIR *d;
-
-	if ((f = fopen("/proc/self/comm", "re")) == NULL)
-		return 1;
-	if (fgets(self, sizeof(self), f) == NULL)
-		self[0] = '\0';
-	fclose(f);
-	if (self[0] == '\0' || (d = opendir("/proc")) == NULL)
-		return 1;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s", e->d_name);
-		if (stat(path, &st) != 0 || st.st_uid != uid)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		if (fgets(comm, sizeof(comm), f) != NULL &&
-		    strcmp(comm, self) == 0)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n > 0 ? n : 1;
-}
-
 /* The budget for as many sessions as the user runs now (the quota
  * applies only to users without CAP_SYS_RESOURCE). */
 static void update_budget(int64_t now)
@@ -229,7 +163,7 @@ static void update_budget(int64_t now)
 
 	counted_at = now;
 	if (limit_pages(&limits) != 0)
-		sessions = count_sessions();
+		sessions = pipe_quota_sessions();
 	session_budget = pipe_session_budget(
 	    &limits, SESSION_PIPE_BYTES / page_size, sessions);
 	debug2("pipe budget %lu pages for one of %u sessions", session_budget,
@@ -245,15 +179,7 @@ static void read_limits(void)
 	limits_read = 1;
 	if (ps > 0)
 		page_size = (unsigned long)ps;
-	/* The kernel's defaults where they cannot be read. */
-	limits.soft_pages =
-	    read_sysctl("/proc/sys/fs/pipe-user-pages-soft", 16384);
-	limits.hard_pages = read_sysctl("/proc/sys/fs/pipe-user-pages-hard", 0);
-	limits.max_pages =
-	    read_sysctl("/proc/sys/fs/pipe-max-size", 1024 * 1024) / page_size;
-	if (limits.max_pages == 0)
-		limits.max_pages = 1024 * 1024 / page_size;
-	limits.exempt = quota_exempt();
+	pipe_quota_read(&limits, page_size);
 	update_budget(now_ns());
 	debug("pipe budget %lu pages (user quota %lu soft, %lu hard%s)",
 	      session_budget, limits.soft_pages, limits.hard_pages,

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "pipe-quota.h"
+
 struct pipe_pair {
 	int rd;
 	int wr;
@@ -37,12 +39,6 @@ int pipes_have_spares(void);
 void pipes_release_spares(void);
 
 /* The budget decisions, pure (tests/check_pipes.c).  Sizes in pages. */
-struct pipe_limits {
-	unsigned long soft_pages; /* fs.pipe-user-pages-soft; 0: none */
-	unsigned long hard_pages; /* fs.pipe-user-pages-hard; 0: none */
-	unsigned long max_pages;  /* fs.pipe-max-size */
-	int exempt;               /* CAP_SYS_RESOURCE or CAP_SYS_ADMIN */
-};
 /* Pages one session may hold in pipes (its stdio pipes' growth
  * included), given what it would like to hold and how many sessions of
  * this server the user runs now. */
