@@ -1,6 +1,7 @@
 /* Write merging.  A run collects WRITEs on one handle whose offsets follow
  * on from each other (or that all append) and writes them with one
- * pwritev/IORING_OP_WRITEV, straight from the requests' packets: no copy.
+ * IO_WRITEV (pwritev, done inline by both back ends: writes never reach
+ * the ring), straight from the requests' packets: no copy.
  * When the run is written, each member is answered by what happened to its
  * own bytes: OK if all were written, else the error the file system gave
  * for the remainder. */
@@ -13,7 +14,6 @@
 #include "backend.h"
 #include "coalesce.h"
 #include "handle.h"
-#include "queue.h"
 
 /* Enough iovecs for 256 KiB of 4 KiB writes; a run that fills them is
  * written at once. */
@@ -29,6 +29,7 @@ struct write_run {
 	int iovcnt;
 	struct iovec iov[RUN_MAX_IOV];
 	struct request *first, *last;
+	void (*member_done)(struct request *req); /* coalesce_add's done */
 	struct write_run *next; /* pending list, or free list */
 };
 
@@ -65,7 +66,7 @@ static struct write_run *pending_run_of(int handle)
 	return found;
 }
 
-const struct write_run *coalesce_run_for(const struct request *req)
+struct write_run *coalesce_run_for(const struct request *req)
 {
 	struct write_run *run;
 
@@ -109,7 +110,7 @@ static void run_finish(struct write_run *run, ssize_t err)
 		before += req->io.len;
 		req->run = NULL;
 		req->run_next = NULL;
-		queue_io_finished(req);
+		run->member_done(req);
 	}
 	run_free(run);
 }
@@ -180,7 +181,8 @@ void coalesce_flush(void)
 	}
 }
 
-static struct write_run *run_new(struct request *req)
+static struct write_run *run_new(struct request *req,
+                                 void (*done)(struct request *req))
 {
 	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	struct write_run *run, **tail;
@@ -196,6 +198,7 @@ static struct write_run *run_new(struct request *req)
 	run->written = 0;
 	run->iovcnt = 0;
 	run->first = run->last = NULL;
+	run->member_done = done;
 	run->next = NULL;
 	for (tail = &pending; *tail != NULL; tail = &(*tail)->next)
 		;
@@ -203,23 +206,23 @@ static struct write_run *run_new(struct request *req)
 	return run;
 }
 
-int coalesce_add(struct request *req)
+int coalesce_add(struct request *req, struct write_run *joining,
+                 void (*done)(struct request *req))
 {
 	struct handle *h = handle_get(req->handle, HANDLE_FILE);
-	struct write_run *run, *old;
+	struct write_run *run = joining, *old;
 
 	/* Only regular files: a device may treat each write as a unit (a
 	 * record of /dev/kmsg, a datagram), so two writes are not one. */
 	if (run_limit == 0 || req->io.len > run_limit || h == NULL ||
 	    !h->is_regular)
 		return 0;
-	run = (struct write_run *)coalesce_run_for(req);
 	if (run == NULL) {
 		/* Not contiguous: the handle's run is complete. */
 		while ((old = pending_run_of(req->handle)) != NULL)
 			if (run_submit(old) != 0)
 				return 0; /* back end full: go alone, later */
-		if ((run = run_new(req)) == NULL)
+		if ((run = run_new(req, done)) == NULL)
 			return 0;
 	}
 	run->iov[run->iovcnt].iov_base = req->io.buf;

@@ -26,7 +26,6 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
-#include "xferlog.h"
 
 /* READDIR sends at most this many names per reply, as OpenSSH does. */
 #define READDIR_BATCH 100
@@ -219,7 +218,7 @@ static void log_close(int idx)
 		logit("close \"%s\" bytes read %llu written %llu", h->name,
 		      (unsigned long long)h->bytes_read,
 		      (unsigned long long)h->bytes_written);
-		xferlog_handle_closed(h, 0);
+		handle_log_transfer(h, 0);
 	} else
 		logit("closedir \"%s\"", handle_name(idx));
 }

@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "handle.h"
 #include "log.h"
 #include "server.h"
 #include "xferlog.h"
@@ -166,13 +165,4 @@ void xferlog_write(const char *path, uint64_t bytes,
 	}
 	if (n > 0 && (size_t)n < sizeof(line))
 		append(line, (size_t)n);
-}
-
-void xferlog_handle_closed(const struct handle *h, int forced)
-{
-	int upload = h->bytes_written > 0 || (h->flags & O_ACCMODE) == O_WRONLY;
-
-	xferlog_write(h->name, upload ? h->bytes_written : h->bytes_read,
-	              &h->opened, upload ? 'i' : 'o',
-	              !forced && !(upload && h->write_failed));
 }

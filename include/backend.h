@@ -9,7 +9,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "options.h"
+/* --backend=uring|plain|auto (options.c parses it). */
+enum backend_choice { BACKEND_AUTO = 0, BACKEND_URING, BACKEND_PLAIN };
 
 /* IO_SPLICE_IN moves file bytes into a pipe (fd_out) without copying;
  * IO_READAHEAD asks the kernel to read [offset, offset + len) into the

@@ -51,6 +51,9 @@ int handle_close(int idx);
  * there); anything else is (a FIFO gives ESPIPE, /dev/null may put any
  * offset at 0). */
 int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos);
+/* --xferlog's line for a file handle being closed: complete unless its
+ * last WRITE failed or the session is ending with it still open (forced). */
+void handle_log_transfer(const struct handle *h, int forced);
 /* At exit: "forced close"/"forced closedir" log lines, then close all. */
 void handle_close_all(void);
 /* Number of slots in use; the limit (set from RLIMIT_NOFILE at start). */

@@ -6,8 +6,6 @@
 #include <stdint.h>
 #include <time.h>
 
-struct handle;
-
 enum xferlog_format { XFERLOG_XFERLOG = 0, XFERLOG_JSON };
 
 /* Open (create) path for appending, at start-up: a chroot or a confined
@@ -20,8 +18,5 @@ void xferlog_now(struct timespec *t);
  * paths are taken from the current directory), begun at start. */
 void xferlog_write(const char *path, uint64_t bytes,
                    const struct timespec *start, char direction, int complete);
-/* A file handle is being closed: complete unless its last WRITE failed or
- * the session is ending with it still open (forced). */
-void xferlog_handle_closed(const struct handle *h, int forced);
 
 #endif
