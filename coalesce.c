@@ -8,12 +8,10 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 
 #include "backend.h"
 #include "coalesce.h"
-#include "handle.h"
 
 /* Enough iovecs for 256 KiB of 4 KiB writes; a run that fills them is
  * written at once. */
@@ -155,11 +153,12 @@ static void run_done(struct io_op *op)
 
 static int run_submit(struct write_run *run)
 {
-	struct handle *h = handle_get(run->handle, HANDLE_FILE);
 	int rc;
 
+	/* Every member's descriptor is its handle's: setup_io copied it, and
+	 * the handle stays open while they are in flight. */
 	run->io.opcode = IO_WRITEV;
-	run->io.fd = h->fd;
+	run->io.fd = run->first->io.fd;
 	run->io.offset = run->first->io.offset;
 	run->io.iov = run->iov;
 	run->io.iovcnt = run->iovcnt;
@@ -184,7 +183,6 @@ void coalesce_flush(void)
 static struct write_run *run_new(struct request *req,
                                  void (*done)(struct request *req))
 {
-	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	struct write_run *run, **tail;
 
 	if ((run = free_runs) != NULL)
@@ -192,7 +190,8 @@ static struct write_run *run_new(struct request *req,
 	else if ((run = malloc(sizeof(*run))) == NULL)
 		return NULL;
 	run->handle = req->handle;
-	run->append = (h->flags & O_APPEND) != 0;
+	/* setup_io leaves an append handle's WRITE without an offset. */
+	run->append = req->io.offset == IO_NO_OFFSET;
 	run->end = req->io.offset;
 	run->total = 0;
 	run->written = 0;
@@ -209,13 +208,11 @@ static struct write_run *run_new(struct request *req,
 int coalesce_add(struct request *req, struct write_run *joining,
                  void (*done)(struct request *req))
 {
-	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	struct write_run *run = joining, *old;
 
 	/* Only regular files: a device may treat each write as a unit (a
 	 * record of /dev/kmsg, a datagram), so two writes are not one. */
-	if (run_limit == 0 || req->io.len > run_limit || h == NULL ||
-	    !h->is_regular)
+	if (run_limit == 0 || req->io.len > run_limit || !req->regular_file)
 		return 0;
 	if (run == NULL) {
 		/* Not contiguous: the handle's run is complete. */

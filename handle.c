@@ -167,12 +167,12 @@ int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos)
 
 	if (h->is_regular) {
 		if (off > (uint64_t)INT64_MAX)
-			return EINVAL;
+			return -EINVAL;
 		*pos = off;
 		return 0;
 	}
 	if ((r = lseek(h->fd, (off_t)off, SEEK_SET)) == -1)
-		return errno;
+		return -errno;
 	*pos = (uint64_t)r;
 	return 0;
 }

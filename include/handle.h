@@ -46,7 +46,7 @@ int handle_put(struct wbuf *w, int idx);
 /* Close and free the slot: close()/closedir() result, -1 with errno. */
 int handle_close(int idx);
 /* Where OpenSSH's lseek(fd, off, SEEK_SET) before a read or write would
- * leave the file: 0 with *pos set, or an errno.  A regular file is not
+ * leave the file: 0 with *pos set, or -errno.  A regular file is not
  * asked (we read and write it at an offset; past INT64_MAX is EINVAL, as
  * there); anything else is (a FIFO gives ESPIPE, /dev/null may put any
  * offset at 0). */

@@ -12,8 +12,10 @@ struct handler;
 struct input_chunk;
 struct write_run;
 
-/* Packets up to this size (all but WRITEs and long paths) are copied into
- * the request itself: no allocation. */
+/* A packet is copied unless it is a WRITE big enough to stay in its input
+ * chunk (frame.c): into the request itself up to this size (no
+ * allocation), else into an allocation of its own (a small WRITE, long
+ * paths). */
 #define REQUEST_INLINE_PACKET 512
 
 /* What a request does with a path argument, which decides how --confine
@@ -59,8 +61,9 @@ struct request {
 	uint64_t start;
 	uint64_t end; /* UINT64_MAX for append writes */
 	int is_write;
-	size_t io_want; /* bytes asked for */
-	size_t io_done; /* bytes moved so far (short I/O is resumed) */
+	int regular_file; /* the handle's is_regular, for coalescing */
+	size_t io_want;   /* bytes asked for */
+	size_t io_done;   /* bytes moved so far (short I/O is resumed) */
 	/* Builds the reply once the I/O is finished (io.result holds the
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
