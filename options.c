@@ -452,13 +452,7 @@ int parse_options(struct options *o, int argc, char **argv, const char *user,
 	return OPTIONS_RUN;
 }
 
-/*
- * A leading "~" or "~user" becomes that user's home directory with a
- * trailing slash, followed by the rest of the path with its leading
- * slashes dropped ("~//x" is "HOME/x").  NULL if the user is unknown or
- * the result is too long for a path.
- */
-static char *expand_tilde(const char *arg, const char *home, unsigned long uid)
+char *expand_tilde(const char *arg, const char *home, unsigned long uid)
 {
 	const char *rest, *dir;
 	char *name = NULL, *out;

@@ -38,6 +38,13 @@ struct options {
 int parse_options(struct options *o, int argc, char **argv, const char *user,
                   const char *home, unsigned long uid);
 
+/* OpenSSH's tilde_expand, for -d and expand-path: a leading "~" (home, or
+ * uid's passwd entry when home is NULL) or "~user" becomes that user's
+ * home directory with a trailing slash, followed by the rest of the path
+ * with its leading slashes dropped ("~//x" is "HOME/x"); other paths are
+ * copied.  A malloc'd string, or NULL (logged as OpenSSH logs it) if the
+ * user is unknown or the result is too long for a path. */
+char *expand_tilde(const char *arg, const char *home, unsigned long uid);
 /* Expand %d, %u, %U, %% and a leading ~ / ~user in a -d argument.
  * Returns a malloc'd string, or NULL if the expansion fails. */
 char *expand_start_dir(const char *arg, const char *user, const char *home,
