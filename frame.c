@@ -15,6 +15,14 @@
 /* A WRITE packet at least this big is used where it was read. */
 #define ZERO_COPY_MIN (4 * 1024)
 
+int frame_complete(void)
+{
+	size_t avail;
+	const uint8_t *p = input_data(&avail);
+
+	return avail >= 4 && avail - 4 >= peek_u32(p);
+}
+
 size_t frame_missing(void)
 {
 	size_t avail;

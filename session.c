@@ -122,10 +122,7 @@ static void frame_input(void)
 
 static int complete_packet_waiting(void)
 {
-	size_t avail;
-	const uint8_t *p = input_data(&avail);
-
-	return !input_stop && avail >= 4 && avail - 4 >= peek_u32(p);
+	return !input_stop && frame_complete();
 }
 
 /* Room to read stdin into (none while every input chunk is held). */

@@ -16,6 +16,8 @@ enum frame_result {
 };
 /* Cut the next complete packet off the front into a request. */
 int frame_next(struct request **req, size_t max_reply);
+/* A whole packet waits at the front (its length not checked). */
+int frame_complete(void);
 /* Bytes still missing from the packet at the front (0: complete, or its
  * length is bad). */
 size_t frame_missing(void);
