@@ -330,7 +330,8 @@ int main(int argc, char **argv)
 	/* Before -d: a relative FILE is taken from where sshd started us. */
 	if (srv.opt.xferlog_path != NULL)
 		(void)xferlog_open(srv.opt.xferlog_path,
-		                   (enum xferlog_format)srv.opt.xferlog_format);
+		                   (enum xferlog_format)srv.opt.xferlog_format,
+		                   srv.user);
 	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0) {
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
 		      strerror(errno));
