@@ -19,7 +19,9 @@ static unsigned hints; /* of those, read-ahead hints */
 /* Writes done at submit time, waiting to be reaped. */
 static struct io_done_list written;
 
-/* Every opcode we use must be there (kernels before 5.6 lack READ/WRITE). */
+/* Every opcode the ring runs must be there (kernels before 5.6 lack
+ * IORING_OP_READ and FADVISE); writes and copy_file_range never reach the
+ * ring (uring_submit does them inline), and SPLICE is optional. */
 static int probe_opcodes(void)
 {
 	static const int needed[] = {IORING_OP_READ, IORING_OP_FSYNC,

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "checksum.h"
 #include "handle.h"
 #include "handlers.h"
 #include "hash.h"

@@ -1,19 +1,17 @@
 /* Write merging.  A run collects WRITEs on one handle whose offsets follow
  * on from each other (or that all append) and writes them with one
- * pwritev/IORING_OP_WRITEV, straight from the requests' packets: no copy.
+ * IO_WRITEV (pwritev, done inline by both back ends: writes never reach
+ * the ring), straight from the requests' packets: no copy.
  * When the run is written, each member is answered by what happened to its
  * own bytes: OK if all were written, else the error the file system gave
  * for the remainder. */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 
 #include "backend.h"
 #include "coalesce.h"
-#include "handle.h"
-#include "queue.h"
 
 /* Enough iovecs for 256 KiB of 4 KiB writes; a run that fills them is
  * written at once. */
@@ -29,6 +27,7 @@ struct write_run {
 	int iovcnt;
 	struct iovec iov[RUN_MAX_IOV];
 	struct request *first, *last;
+	void (*member_done)(struct request *req); /* coalesce_add's done */
 	struct write_run *next; /* pending list, or free list */
 };
 
@@ -65,7 +64,7 @@ static struct write_run *pending_run_of(int handle)
 	return found;
 }
 
-const struct write_run *coalesce_run_for(const struct request *req)
+struct write_run *coalesce_run_for(const struct request *req)
 {
 	struct write_run *run;
 
@@ -109,7 +108,7 @@ static void run_finish(struct write_run *run, ssize_t err)
 		before += req->io.len;
 		req->run = NULL;
 		req->run_next = NULL;
-		queue_io_finished(req);
+		run->member_done(req);
 	}
 	run_free(run);
 }
@@ -154,11 +153,12 @@ static void run_done(struct io_op *op)
 
 static int run_submit(struct write_run *run)
 {
-	struct handle *h = handle_get(run->handle, HANDLE_FILE);
 	int rc;
 
+	/* Every member's descriptor is its handle's: setup_io copied it, and
+	 * the handle stays open while they are in flight. */
 	run->io.opcode = IO_WRITEV;
-	run->io.fd = h->fd;
+	run->io.fd = run->first->io.fd;
 	run->io.offset = run->first->io.offset;
 	run->io.iov = run->iov;
 	run->io.iovcnt = run->iovcnt;
@@ -180,9 +180,9 @@ void coalesce_flush(void)
 	}
 }
 
-static struct write_run *run_new(struct request *req)
+static struct write_run *run_new(struct request *req,
+                                 void (*done)(struct request *req))
 {
-	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	struct write_run *run, **tail;
 
 	if ((run = free_runs) != NULL)
@@ -190,12 +190,14 @@ static struct write_run *run_new(struct request *req)
 	else if ((run = malloc(sizeof(*run))) == NULL)
 		return NULL;
 	run->handle = req->handle;
-	run->append = (h->flags & O_APPEND) != 0;
+	/* setup_io leaves an append handle's WRITE without an offset. */
+	run->append = req->io.offset == IO_NO_OFFSET;
 	run->end = req->io.offset;
 	run->total = 0;
 	run->written = 0;
 	run->iovcnt = 0;
 	run->first = run->last = NULL;
+	run->member_done = done;
 	run->next = NULL;
 	for (tail = &pending; *tail != NULL; tail = &(*tail)->next)
 		;
@@ -203,23 +205,21 @@ static struct write_run *run_new(struct request *req)
 	return run;
 }
 
-int coalesce_add(struct request *req)
+int coalesce_add(struct request *req, struct write_run *joining,
+                 void (*done)(struct request *req))
 {
-	struct handle *h = handle_get(req->handle, HANDLE_FILE);
-	struct write_run *run, *old;
+	struct write_run *run = joining, *old;
 
 	/* Only regular files: a device may treat each write as a unit (a
 	 * record of /dev/kmsg, a datagram), so two writes are not one. */
-	if (run_limit == 0 || req->io.len > run_limit || h == NULL ||
-	    !h->is_regular)
+	if (run_limit == 0 || req->io.len > run_limit || !req->regular_file)
 		return 0;
-	run = (struct write_run *)coalesce_run_for(req);
 	if (run == NULL) {
 		/* Not contiguous: the handle's run is complete. */
 		while ((old = pending_run_of(req->handle)) != NULL)
 			if (run_submit(old) != 0)
 				return 0; /* back end full: go alone, later */
-		if ((run = run_new(req)) == NULL)
+		if ((run = run_new(req, done)) == NULL)
 			return 0;
 	}
 	run->iov[run->iovcnt].iov_base = req->io.buf;

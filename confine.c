@@ -24,7 +24,6 @@
 #include "confine.h"
 #include "landlock-sys.h"
 #include "log.h"
-#include "realpath.h"
 
 /* Rights of later ABIs than older kernel headers (Debian 12's) know. */
 #ifndef LANDLOCK_ACCESS_FS_REFER

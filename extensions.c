@@ -27,6 +27,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "log.h"
+#include "options.h"
 #include "parse.h"
 #include "realpath.h"
 #include "reply.h"
@@ -205,46 +206,6 @@ int process_extended_limits(struct request *req)
 
 /* ---- expand-path --------------------------------------------------- */
 
-/* "~user", "~user/" or "~user/path" (the text after the tilde is given)
- * to that user's home plus the path, with one slash between them.  NULL
- * when there is no such user or the result is too long (logged as
- * OpenSSH's tilde_expand() logs it). */
-static char *expand_user_home(const char *spec)
-{
-	const char *slash = strchr(spec, '/');
-	const char *rest = "";
-	struct passwd *pw;
-	size_t dirlen;
-	char *user, *out;
-	int n;
-
-	user = slash != NULL ? strndup(spec, (size_t)(slash - spec))
-	                     : strdup(spec);
-	if (user == NULL)
-		return NULL;
-	if (slash != NULL)
-		rest = slash + strspn(slash, "/");
-	pw = getpwnam(user);
-	if (pw == NULL) {
-		error("tilde_expand: No such user %s", user);
-		free(user);
-		return NULL;
-	}
-	free(user);
-	dirlen = strlen(pw->pw_dir);
-	n = asprintf(&out, "%s%s%s", pw->pw_dir,
-	             dirlen == 0 || pw->pw_dir[dirlen - 1] != '/' ? "/" : "",
-	             rest);
-	if (n < 0)
-		return NULL;
-	if (n >= PATH_MAX) {
-		error("tilde_expand: Path too long");
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 /* The path expand-path resolves: "" is ".", "~" and "~/" mean the current
  * directory (the start directory, so -d counts as home), "~user" that
  * user's home, and relative paths are taken from the current directory.
@@ -264,7 +225,8 @@ static char *expand_path(const char *path, const char *cwd, int *no_user)
 		return out;
 	}
 	if (path[0] == '~') {
-		out = expand_user_home(path + 1);
+		/* "~user...": "~" and "~/" are the start directory. */
+		out = expand_tilde(path, NULL, 0);
 		*no_user = out == NULL;
 		return out;
 	}
@@ -398,14 +360,14 @@ static int copy_seek(struct copy_job *job, uint32_t *status)
 {
 	int err;
 
-	if ((err = handle_seek(job->from, job->read_off, &job->read_pos))) {
+	if ((err = -handle_seek(job->from, job->read_off, &job->read_pos))) {
 		*status = errno_to_status(err);
 		error("%s: read_seek failed", job->fn);
 		return -1;
 	}
 	job->write_pos = IO_NO_OFFSET;
 	if (!(job->to->flags & O_APPEND) &&
-	    (err = handle_seek(job->to, job->write_off, &job->write_pos))) {
+	    (err = -handle_seek(job->to, job->write_off, &job->write_pos))) {
 		*status = errno_to_status(err);
 		error("%s: write_seek failed", job->fn);
 		return -1;

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -166,12 +167,12 @@ int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos)
 
 	if (h->is_regular) {
 		if (off > (uint64_t)INT64_MAX)
-			return EINVAL;
+			return -EINVAL;
 		*pos = off;
 		return 0;
 	}
 	if ((r = lseek(h->fd, (off_t)off, SEEK_SET)) == -1)
-		return errno;
+		return -errno;
 	*pos = (uint64_t)r;
 	return 0;
 }
@@ -188,11 +189,22 @@ void handle_close_all(void)
 			    "forced close \"%s\" bytes read %llu written %llu",
 			    h->name, (unsigned long long)h->bytes_read,
 			    (unsigned long long)h->bytes_written);
-			xferlog_handle_closed(h, 1);
+			handle_log_transfer(h, 1);
 		} else if (h->kind == HANDLE_DIR)
 			logit("forced closedir \"%s\"", h->name);
 		else
 			continue;
 		handle_close((int)i);
 	}
+}
+
+/* Here, not in xferlog.c: which transfer a handle was (upload or download)
+ * is the handle's to say, and xferlog.c stays a plain line writer. */
+void handle_log_transfer(const struct handle *h, int forced)
+{
+	int upload = h->bytes_written > 0 || (h->flags & O_ACCMODE) == O_WRONLY;
+
+	xferlog_write(h->name, upload ? h->bytes_written : h->bytes_read,
+	              &h->opened, upload ? 'i' : 'o',
+	              !forced && !(upload && h->write_failed));
 }

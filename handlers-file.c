@@ -1,6 +1,11 @@
 /* Requests on open handles: OPEN, CLOSE, READ, WRITE, FSTAT, FSETSTAT,
- * OPENDIR, READDIR.  READ and WRITE only parse and set up req->io; the
- * queue runs the I/O through the back end and calls io_finish. */
+ * OPENDIR, READDIR.  READ and WRITE parse, find where OpenSSH's lseek would
+ * leave the file (handle_seek) and set up req->io (setup_io); a READ also
+ * writes its DATA header, asks for read-ahead and, under a read lease,
+ * takes the splice path (take_pipe, read_without_splice).  The queue runs
+ * the I/O through the back end (writes inline, perhaps merged by
+ * coalesce.c) and calls io_finish (read_finish, write_finish) for the
+ * reply.  The others here act and answer at once. */
 #include "config.h"
 
 #include <errno.h>
@@ -26,7 +31,6 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
-#include "xferlog.h"
 
 /* READDIR sends at most this many names per reply, as OpenSSH does. */
 #define READDIR_BATCH 100
@@ -219,7 +223,7 @@ static void log_close(int idx)
 		logit("close \"%s\" bytes read %llu written %llu", h->name,
 		      (unsigned long long)h->bytes_read,
 		      (unsigned long long)h->bytes_written);
-		xferlog_handle_closed(h, 0);
+		handle_log_transfer(h, 0);
 	} else
 		logit("closedir \"%s\"", handle_name(idx));
 }
@@ -331,6 +335,7 @@ static void setup_io(struct request *req, struct handle *h, int idx,
 	req->handle = idx;
 	req->dev = h->dev;
 	req->ino = h->ino;
+	req->regular_file = h->is_regular;
 	req->is_write = op == IO_WRITE;
 	req->start = off;
 	req->end = off + len;
@@ -374,7 +379,7 @@ int process_read(struct request *req)
 		debug2("read change len %u to %u", len, SFTP_MAX_READ_LENGTH);
 		len = SFTP_MAX_READ_LENGTH;
 	}
-	if ((err = handle_seek(h, off, &pos)) != 0) {
+	if ((err = -handle_seek(h, off, &pos)) != 0) {
 		error("process_read: seek \"%.100s\": %s", h->name,
 		      strerror(err));
 		send_status(req, errno_to_status(err));
@@ -425,7 +430,9 @@ static void write_finish(struct request *req)
 		send_status(req, SSH2_FX_OK);
 	} else if (req->io_done > 0 || last >= 0) {
 		/* A short write: OpenSSH says FAILURE here; the retry of the
-		 * remainder may have told us more precisely why. */
+		 * remainder may have told us more precisely why.  The log line
+		 * is OpenSSH's wording for this case, kept although some bytes
+		 * may have been written. */
 		debug2("nothing at all written");
 		send_status(req, last < 0 ? errno_to_status((int)-last)
 		                          : SSH2_FX_FAILURE);
@@ -456,7 +463,7 @@ int process_write(struct request *req)
 		return HANDLER_DONE;
 	}
 	/* An append handle does not seek at all (setup_io). */
-	if (!(h->flags & O_APPEND) && (err = handle_seek(h, off, &pos)) != 0) {
+	if (!(h->flags & O_APPEND) && (err = -handle_seek(h, off, &pos)) != 0) {
 		h->write_failed = 1;
 		error("process_write: seek \"%.100s\": %s", h->name,
 		      strerror(err));

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checksum.h"
 #include "handlers.h"
 #include "hash.h"
 #include "log.h"
@@ -148,11 +147,39 @@ const struct handler *handler_for_extension(const uint8_t *name, size_t len)
 	return NULL;
 }
 
-int path_use_of(const struct request *req, int argi)
+static void set_handler(struct request *req, const struct handler *h)
 {
-	if (req->handler == NULL || argi < 0 || argi > 1)
-		return PATH_FOLLOW;
-	return req->handler->path_use[argi];
+	req->handler = h;
+	req->path_use[0] = h != NULL ? h->path_use[0] : PATH_FOLLOW;
+	req->path_use[1] = h != NULL ? h->path_use[1] : PATH_FOLLOW;
+}
+
+/* match_list looks at no more than this many names of a list. */
+#define NAME_LIST_MAX 40
+
+int name_in_list(const char *name, const char *list)
+{
+	size_t name_len;
+	int items;
+
+	if (name == NULL || list == NULL || *name == '\0')
+		return 0;
+	name_len = strlen(name);
+
+	for (items = 0; items < NAME_LIST_MAX; items++) {
+		const char *comma = strchr(list, ',');
+		size_t item_len = comma ? (size_t)(comma - list) : strlen(list);
+
+		/* match_list ends the list at the first empty item. */
+		if (item_len == 0)
+			return 0;
+		if (item_len == name_len && memcmp(list, name, name_len) == 0)
+			return 1;
+		if (comma == NULL)
+			return 0;
+		list = comma + 1;
+	}
+	return 0;
 }
 
 int request_permitted(const struct handler *h)
@@ -228,21 +255,25 @@ static const struct handler *peek_extension(const struct request *req)
 	return handler_for_extension(name, len);
 }
 
+void request_classify(struct request *req)
+{
+	set_handler(req, req->type == SSH2_FXP_EXTENDED
+	                     ? peek_extension(req)
+	                     : handler_for_type(req->type));
+}
+
 int request_is_io(const struct request *req)
 {
-	const struct handler *h = req->type == SSH2_FXP_EXTENDED
-	                              ? peek_extension(req)
-	                              : handler_for_type(req->type);
-
-	return h != NULL && h->is_io;
+	return req->handler != NULL && req->handler->is_io;
 }
 
 int request_may_modify(const struct request *req)
 {
-	const struct handler *h = handler_for_type(req->type);
-
-	/* Extensions are not known before parsing; OPEN may truncate. */
-	return h == NULL || h->does_write || req->type == SSH2_FXP_OPEN;
+	/* Extensions count as unknown before their handler has run (their
+	 * own rows say little about the files they touch); OPEN may
+	 * truncate. */
+	return req->type == SSH2_FXP_EXTENDED || req->handler == NULL ||
+	       req->handler->does_write || req->type == SSH2_FXP_OPEN;
 }
 
 /* VERSION has no request id; it carries our version and extensions. */
@@ -281,11 +312,15 @@ static int process_extended(struct request *req)
 
 	if (get_string(req, "process_extended", &name) != 0)
 		return HANDLER_PARSE_ERROR;
-	h = handler_for_extension((const uint8_t *)name, strlen(name));
+	/* request_classify found the row from the packet's name; a name
+	 * ending in one NUL is found only here, where that NUL is dropped. */
+	h = req->handler != NULL
+	        ? req->handler
+	        : handler_for_extension((const uint8_t *)name, strlen(name));
 	if (h == NULL)
 		error("Unknown extended request \"%.100s\"", name);
 	free(name);
-	req->handler = h;
+	set_handler(req, h);
 	if (h == NULL) {
 		send_status(req, SSH2_FX_OP_UNSUPPORTED);
 		return HANDLER_DONE;
@@ -319,7 +354,7 @@ int request_start(struct request *req)
 		         req->type == SSH2_FXP_EXTENDED ? " extended" : "");
 		return HANDLER_PARSE_ERROR;
 	}
-	h = handler_for_type(req->type);
+	h = req->handler;
 	if (h == NULL && req->type != SSH2_FXP_EXTENDED) {
 		/* OpenSSH answers nothing here; neither do we. */
 		error("Unknown message %u", req->type);
@@ -328,7 +363,6 @@ int request_start(struct request *req)
 	}
 	if (req->type == SSH2_FXP_EXTENDED)
 		return process_extended(req);
-	req->handler = h;
 	if (!request_permitted(h)) {
 		send_status(req, SSH2_FX_PERMISSION_DENIED);
 		return HANDLER_DONE;

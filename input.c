@@ -1,6 +1,6 @@
 /* The chunked input buffer.  Bytes are read into the current chunk; the
- * framer takes packets from its front.  When the current chunk has no room
- * left for what is still to come, the unframed tail moves to a fresh chunk
+ * framer (frame.c) takes packets from its front.  When the current chunk has no
+ * room left for what is still to come, the unframed tail moves to a fresh chunk
  * and the old one lives on while requests hold it.  Memory stays bounded:
  * at most max_chunks exist, and reading waits when all are held. */
 #include "config.h"
@@ -9,9 +9,6 @@
 #include <string.h>
 
 #include "input.h"
-#include "request.h"
-#include "sftp.h"
-#include "buf.h"
 
 struct input_chunk {
 	unsigned refs; /* requests holding it, plus one while current */
@@ -120,47 +117,4 @@ void input_take(size_t n, struct input_chunk **ref)
 		*ref = cur;
 	}
 	cur->start += n;
-}
-
-/* A WRITE packet at least this big is used where it was read. */
-#define ZERO_COPY_MIN (4 * 1024)
-
-size_t input_missing(void)
-{
-	size_t avail;
-	const uint8_t *p = input_data(&avail);
-	uint32_t len;
-
-	if (avail < 4)
-		return 4 - avail;
-	len = peek_u32(p);
-	if (len > SFTP_MAX_MSG_LENGTH || avail - 4 >= len)
-		return 0;
-	return 4 + (size_t)len - avail;
-}
-
-int input_frame(struct request **req, size_t max_reply)
-{
-	struct input_chunk *chunk;
-	const uint8_t *p;
-	size_t avail;
-	uint32_t len;
-	int in_place;
-
-	p = input_data(&avail);
-	if (avail < 4)
-		return FRAME_NONE;
-	len = peek_u32(p);
-	if (len > SFTP_MAX_MSG_LENGTH)
-		return FRAME_TOO_LONG;
-	if (len == 0)
-		return FRAME_EMPTY;
-	if (avail - 4 < len)
-		return FRAME_NONE;
-	in_place = p[4] == SSH2_FXP_WRITE && len >= ZERO_COPY_MIN;
-	input_take(4 + len, in_place ? &chunk : NULL);
-	*req = request_new(p + 4, len, max_reply, in_place ? chunk : NULL);
-	if (*req == NULL && in_place)
-		input_chunk_put(chunk);
-	return *req != NULL ? FRAME_REQUEST : FRAME_NOMEM;
 }

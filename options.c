@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <syslog.h>
 
-#include "handlers.h"
 #include "log.h"
 #include "options.h"
 #include "xferlog.h"
@@ -25,9 +24,6 @@
 
 /* Words in a -c command we parse as options (parse_shell_command). */
 #define SHELL_COMMAND_WORDS_MAX 64
-
-/* match_list looks at no more than this many names of a list. */
-#define NAME_LIST_MAX 40
 
 /* Exit status of OpenSSH's fatal() and cleanup_exit(255). */
 #define EXIT_FATAL 255
@@ -202,7 +198,8 @@ static void set_defaults(struct options *o)
 
 /*
  * Handle one short option.  Returns OPTIONS_RUN to go on, OPTIONS_EXIT_OK
- * when the program should stop with status 0, or -1 after -c, which ends
+ * or OPTIONS_QUERY_REQUESTS when the program should stop with status 0
+ * (after printing what -Q asked for), or -1 after -c, which ends
  * option parsing.
  */
 static int apply_short_option(struct options *o, int ch, const char *arg,
@@ -215,8 +212,8 @@ static int apply_short_option(struct options *o, int ch, const char *arg,
 			fprintf(stderr, "Invalid query type\n");
 			exit(1);
 		}
-		print_request_names(stdout);
-		return OPTIONS_EXIT_OK;
+		/* main prints the table: options know no requests. */
+		return OPTIONS_QUERY_REQUESTS;
 	case 'R':
 		o->readonly = 1;
 		break;
@@ -363,7 +360,8 @@ static int split_words(const char *command, char **text, char **words, int max)
 }
 
 /*
- * The getopt loop over argv.  Returns OPTIONS_RUN, OPTIONS_EXIT_OK, or -1
+ * The getopt loop over argv.  Returns OPTIONS_RUN, OPTIONS_EXIT_OK,
+ * OPTIONS_QUERY_REQUESTS, or -1
  * when it stopped at -c; *command is then the argument after a separate
  * "-c", or NULL.
  */
@@ -384,8 +382,8 @@ static int parse_argv(struct options *o, int argc, char **argv,
 		else
 			result = apply_short_option(o, ch, optarg, prog, user,
 			                            home, uid);
-		if (result == OPTIONS_EXIT_OK)
-			return OPTIONS_EXIT_OK;
+		if (result > OPTIONS_RUN)
+			return result;
 		if (result < 0) {
 			if (optind < argc &&
 			    strcmp(argv[optind - 1], "-c") == 0)
@@ -420,7 +418,7 @@ static int parse_shell_command(struct options *o, const char *command,
 	}
 	result = parse_argv(o, n, words, prog, user, home, uid, &ignored);
 	free(text);
-	return result == OPTIONS_EXIT_OK ? OPTIONS_EXIT_OK : OPTIONS_RUN;
+	return result > OPTIONS_RUN ? result : OPTIONS_RUN;
 }
 
 int parse_options(struct options *o, int argc, char **argv, const char *user,
@@ -443,8 +441,8 @@ int parse_options(struct options *o, int argc, char **argv, const char *user,
 	result = parse_argv(o, argc, argv, prog, user, home, uid, &command);
 	if (result < 0 && command != NULL)
 		result = parse_shell_command(o, command, prog, user, home, uid);
-	if (result == OPTIONS_EXIT_OK)
-		return OPTIONS_EXIT_OK;
+	if (result > OPTIONS_RUN)
+		return result;
 
 	/*
 	 * The real set-up: a bad -l ends the program here, a bad -f too
@@ -454,13 +452,7 @@ int parse_options(struct options *o, int argc, char **argv, const char *user,
 	return OPTIONS_RUN;
 }
 
-/*
- * A leading "~" or "~user" becomes that user's home directory with a
- * trailing slash, followed by the rest of the path with its leading
- * slashes dropped ("~//x" is "HOME/x").  NULL if the user is unknown or
- * the result is too long for a path.
- */
-static char *expand_tilde(const char *arg, const char *home, unsigned long uid)
+char *expand_tilde(const char *arg, const char *home, unsigned long uid)
 {
 	const char *rest, *dir;
 	char *name = NULL, *out;
@@ -589,29 +581,4 @@ char *expand_start_dir(const char *arg, const char *user, const char *home,
 	expanded = expand_percent(tilded, user, home, uid);
 	free(tilded);
 	return expanded;
-}
-
-int name_in_list(const char *name, const char *list)
-{
-	size_t name_len;
-	int items;
-
-	if (name == NULL || list == NULL || *name == '\0')
-		return 0;
-	name_len = strlen(name);
-
-	for (items = 0; items < NAME_LIST_MAX; items++) {
-		const char *comma = strchr(list, ',');
-		size_t item_len = comma ? (size_t)(comma - list) : strlen(list);
-
-		/* match_list ends the list at the first empty item. */
-		if (item_len == 0)
-			return 0;
-		if (item_len == name_len && memcmp(list, name, name_len) == 0)
-			return 1;
-		if (comma == NULL)
-			return 0;
-		list = comma + 1;
-	}
-	return 0;
 }

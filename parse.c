@@ -9,7 +9,7 @@
 
 #include "confine.h"
 #include "handle.h"
-#include "handlers.h"
+#include "request.h"
 #include "log.h"
 #include "parse.h"
 #include "reply.h"

@@ -103,6 +103,7 @@ size_t queue_output_bytes(void)
 
 void queue_admit(struct request *req)
 {
+	request_classify(req);
 	req->state = REQ_WAITING;
 	req->next = NULL;
 	if (tail != NULL)
@@ -212,6 +213,7 @@ static int reader_behind(const struct request *req)
  * it waits, merged writes are flushed: what it waits for may be in one. */
 static int start_one(struct request *req)
 {
+	struct write_run *joining;
 	int rc;
 
 	/* A barrier waits for everything before it; one that may change
@@ -240,12 +242,13 @@ static int start_one(struct request *req)
 		req->state = REQ_PARSED;
 		req->io.done = request_io_done;
 	}
-	if (conflicts_with_in_flight(req, coalesce_run_for(req)) ||
+	joining = coalesce_run_for(req);
+	if (conflicts_with_in_flight(req, joining) ||
 	    (req->is_write && reader_behind(req))) {
 		coalesce_flush();
 		return 0;
 	}
-	if (req->is_write && coalesce_add(req)) {
+	if (req->is_write && coalesce_add(req, joining, queue_io_finished)) {
 		req->state = REQ_IN_FLIGHT;
 		num_in_flight++;
 		return 1;

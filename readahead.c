@@ -1,8 +1,10 @@
 /* Read-ahead for sequential READ streams.  The client may keep only a few
  * requests in flight; without help a cold file is then read from disk at
  * that depth.  We ask the kernel to start reading the next window into the
- * page cache (posix_fadvise WILLNEED, through the back end so that the
- * event loop does not wait for it), so READs stay coherent with other
+ * page cache (posix_fadvise WILLNEED, through the back end: io_uring runs
+ * it in a worker so the loop does not wait for it; the plain back end
+ * calls it inline, which may wait on reading metadata), so READs stay
+ * coherent with other
  * writers: nothing is cached privately, every READ reads the page cache
  * when it runs. */
 #include "config.h"

@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "coalesce.h"
+#include "frame.h"
 #include "input.h"
 #include "lease.h"
 #include "log.h"
@@ -98,7 +99,7 @@ static void frame_input(void)
 	struct request *req;
 
 	while (!input_stop && !end_now && queue_has_room()) {
-		switch (input_frame(&req, MAX_REPLY_PACKET)) {
+		switch (frame_next(&req, MAX_REPLY_PACKET)) {
 		case FRAME_NONE:
 			return;
 		case FRAME_REQUEST:
@@ -121,16 +122,13 @@ static void frame_input(void)
 
 static int complete_packet_waiting(void)
 {
-	size_t avail;
-	const uint8_t *p = input_data(&avail);
-
-	return !input_stop && avail >= 4 && avail - 4 >= peek_u32(p);
+	return !input_stop && frame_complete();
 }
 
 /* Room to read stdin into (none while every input chunk is held). */
 static uint8_t *input_room(size_t *room)
 {
-	return input_space(room, input_missing());
+	return input_space(room, frame_missing());
 }
 
 static void read_input(void)

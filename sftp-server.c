@@ -32,6 +32,7 @@
 #include "coalesce.h"
 #include "confine.h"
 #include "handle.h"
+#include "handlers.h"
 #include "input.h"
 #include "lease.h"
 #include "log.h"
@@ -305,9 +306,14 @@ int main(int argc, char **argv)
 	}
 	if (srv.user == NULL || srv.home == NULL)
 		fatal_exit(255, "out of memory");
-	if (parse_options(&srv.opt, argc, argv, srv.user, srv.home,
-	                  (unsigned long)getuid()) == OPTIONS_EXIT_OK)
+	switch (parse_options(&srv.opt, argc, argv, srv.user, srv.home,
+	                      (unsigned long)getuid())) {
+	case OPTIONS_EXIT_OK:
 		return 0;
+	case OPTIONS_QUERY_REQUESTS:
+		print_request_names(stdout);
+		return 0;
+	}
 	log_init(progname, srv.opt.log_level, srv.opt.log_facility,
 	         srv.opt.log_stderr);
 	if (pw == NULL)
@@ -324,7 +330,8 @@ int main(int argc, char **argv)
 	/* Before -d: a relative FILE is taken from where sshd started us. */
 	if (srv.opt.xferlog_path != NULL)
 		(void)xferlog_open(srv.opt.xferlog_path,
-		                   (enum xferlog_format)srv.opt.xferlog_format);
+		                   (enum xferlog_format)srv.opt.xferlog_format,
+		                   srv.user);
 	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0) {
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
 		      strerror(errno));

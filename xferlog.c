@@ -13,9 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "handle.h"
 #include "log.h"
-#include "server.h"
 #include "xferlog.h"
 
 /* A line: the path (at most PATH_MAX, escaped up to 6 bytes per byte in
@@ -24,10 +22,11 @@
 
 static int log_fd = -1;
 static enum xferlog_format log_format;
+static const char *log_user;
 static char log_path[PATH_MAX];
 static int write_failed; /* logged once */
 
-int xferlog_open(const char *path, enum xferlog_format format)
+int xferlog_open(const char *path, enum xferlog_format format, const char *user)
 {
 	log_fd = open(path,
 	              O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
@@ -38,6 +37,7 @@ int xferlog_open(const char *path, enum xferlog_format format)
 		return -1;
 	}
 	log_format = format;
+	log_user = user;
 	snprintf(log_path, sizeof(log_path), "%s", path);
 	return 0;
 }
@@ -137,7 +137,7 @@ void xferlog_write(const char *path, uint64_t bytes,
 		gmtime_r(&now, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		put_json(esc, sizeof(esc), full);
-		put_json(user, sizeof(user), srv.user);
+		put_json(user, sizeof(user), log_user);
 		put_json(host, sizeof(host), remote_host());
 		n = snprintf(line, sizeof(line),
 		             "{\"time\":\"%s\",\"seconds\":%.3f,"
@@ -156,7 +156,7 @@ void xferlog_write(const char *path, uint64_t bytes,
 		localtime_r(&now, &tm);
 		strftime(when, sizeof(when), "%a %b %e %H:%M:%S %Y", &tm);
 		put_plain(esc, sizeof(esc), full);
-		put_plain(user, sizeof(user), srv.user);
+		put_plain(user, sizeof(user), log_user);
 		put_plain(host, sizeof(host), remote_host());
 		n = snprintf(line, sizeof(line),
 		             "%s %lld %s %llu %s b _ %c r %s sftp 0 * %c\n",
@@ -166,13 +166,4 @@ void xferlog_write(const char *path, uint64_t bytes,
 	}
 	if (n > 0 && (size_t)n < sizeof(line))
 		append(line, (size_t)n);
-}
-
-void xferlog_handle_closed(const struct handle *h, int forced)
-{
-	int upload = h->bytes_written > 0 || (h->flags & O_ACCMODE) == O_WRONLY;
-
-	xferlog_write(h->name, upload ? h->bytes_written : h->bytes_read,
-	              &h->opened, upload ? 'i' : 'o',
-	              !forced && !(upload && h->write_failed));
 }

@@ -1,6 +1,11 @@
 /* The I/O back-end interface.  Two implementations, chosen at start-up:
- * backend-uring.c (io_uring) and backend-plain.c (pread/pwrite).  The rest
- * of the program does file I/O only through this interface. */
+ * backend-uring.c (io_uring) and backend-plain.c (pread/pwrite).  File data
+ * moved for a request goes through it: READ (read or splice into a pipe),
+ * WRITE and merged runs, fsync, check-file's reads, copy-data's
+ * copy_file_range, and read-ahead hints.  Not through it: the
+ * POSIX_FADV_SEQUENTIAL hint at OPEN and cachestat (readahead.c),
+ * metadata calls (fstat, ftruncate, readdir and the like, in the
+ * handlers), and output.c's splices from pipes to stdout. */
 #ifndef BACKEND_H
 #define BACKEND_H
 
@@ -9,7 +14,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "options.h"
+/* --backend=uring|plain|auto (options.c parses it). */
+enum backend_choice { BACKEND_AUTO = 0, BACKEND_URING, BACKEND_PLAIN };
 
 /* IO_SPLICE_IN moves file bytes into a pipe (fd_out) without copying;
  * IO_READAHEAD asks the kernel to read [offset, offset + len) into the

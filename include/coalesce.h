@@ -14,11 +14,15 @@ struct write_run;
 void coalesce_init(size_t max_bytes);
 /* The pending run a parsed WRITE would join, or NULL.  Its members never
  * conflict with the WRITE (they end where it starts, or they all append). */
-const struct write_run *coalesce_run_for(const struct request *req);
+struct write_run *coalesce_run_for(const struct request *req);
 /* Put a parsed WRITE into a run: 1 if taken, 0 if the caller should submit
- * it alone.  A pending run it cannot join on the same handle is submitted
- * first. */
-int coalesce_add(struct request *req);
+ * it alone.  joining is what coalesce_run_for gave for it just before
+ * (nothing may submit runs in between); when NULL, a pending run on the
+ * same handle is submitted first and a new run started.  Once the run is
+ * written, done is called for each member with req->io.result and
+ * req->io_done set for its own bytes, as io_op.done is for an I/O. */
+int coalesce_add(struct request *req, struct write_run *joining,
+                 void (*done)(struct request *req));
 /* Submit every pending run (those the back end has room for). */
 void coalesce_flush(void);
 /* Runs built and not yet submitted. */

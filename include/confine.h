@@ -29,6 +29,15 @@ const char *confine_root(void);
 const char *confine_start_dir(void);
 
 /*
+ * OpenSSH allows SYMLOOP_MAX (32 where the system has none) links and
+ * gives up on the next one after that, so 33 links resolve and the 34th
+ * is ELOOP.  Here rather than in realpath.h: sftp_realpath and
+ * confine_resolve's CONFINE_REALPATH mode both count to it, and
+ * realpath.c already depends on this module.
+ */
+#define REALPATH_LINKS_ALLOWED 33
+
+/*
  * Resolve a client path beneath the confinement directory into resolved
  * (PATH_MAX bytes): an absolute path with no symlink in it, except the
  * last component without CONFINE_FOLLOW.  A missing last component is

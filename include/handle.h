@@ -46,11 +46,14 @@ int handle_put(struct wbuf *w, int idx);
 /* Close and free the slot: close()/closedir() result, -1 with errno. */
 int handle_close(int idx);
 /* Where OpenSSH's lseek(fd, off, SEEK_SET) before a read or write would
- * leave the file: 0 with *pos set, or an errno.  A regular file is not
+ * leave the file: 0 with *pos set, or -errno.  A regular file is not
  * asked (we read and write it at an offset; past INT64_MAX is EINVAL, as
  * there); anything else is (a FIFO gives ESPIPE, /dev/null may put any
  * offset at 0). */
 int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos);
+/* --xferlog's line for a file handle being closed: complete unless its
+ * last WRITE failed or the session is ending with it still open (forced). */
+void handle_log_transfer(const struct handle *h, int forced);
 /* At exit: "forced close"/"forced closedir" log lines, then close all. */
 void handle_close_all(void);
 /* Number of slots in use; the limit (set from RLIMIT_NOFILE at start). */

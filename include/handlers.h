@@ -12,16 +12,6 @@
 
 typedef int (*handler_fn)(struct request *req);
 
-/* What a request does with a path argument, which decides how --confine
- * resolves it (get_path in parse.c).  The default, 0, suits a request that
- * follows a final symlink, as OPEN does. */
-enum path_use {
-	PATH_FOLLOW = 0,
-	PATH_NOFOLLOW,     /* acts on a final symlink itself (LSTAT, REMOVE) */
-	PATH_NOT_RESOLVED, /* not a path of ours (a symlink's target, a user
-	                    * name), or resolved by sftp_realpath */
-};
-
 struct handler {
 	const char *name;     /* short name for -P, -p and -Q requests */
 	const char *ext_name; /* EXTENDED request name; NULL for plain types */
@@ -45,8 +35,10 @@ int request_is_io(const struct request *req);
  * that still references the file's pages)? */
 int request_may_modify(const struct request *req);
 
-/* enum path_use of the request's argi-th path (0 or 1). */
-int path_use_of(const struct request *req, int argi);
+/* Find the request's row once, when it is admitted: req->handler (for an
+ * EXTENDED request, from the name in its packet; NULL when unknown) and
+ * req->path_use.  request_start and the queue's questions use it. */
+void request_classify(struct request *req);
 
 /* Look-ups; NULL when unknown. */
 const struct handler *handler_for_type(uint8_t type);
@@ -54,6 +46,9 @@ const struct handler *handler_for_extension(const uint8_t *name, size_t len);
 
 /* OpenSSH's request_permitted(): -R, then -P, then -p, with its log lines. */
 int request_permitted(const struct handler *h);
+/* OpenSSH's match_list of the short names: exact, case-sensitive,
+ * comma-separated.  Returns 1 if name is in list. */
+int name_in_list(const char *name, const char *list);
 
 /* -Q requests: every short name, plain types first, one per line. */
 void print_request_names(FILE *f);
@@ -117,6 +112,13 @@ int process_extended_expand(struct request *req);
 int process_extended_copy_data(struct request *req);
 int process_extended_home_directory(struct request *req);
 int process_extended_get_users_groups_by_id(struct request *req);
+/* check-file-name, check-file-handle (draft-ietf-secsh-filexfer-
+ * extensions-00, "Checking File Contents") and paramiko's check-file, in
+ * checksum.c: the hash of a byte range, or one per block, computed in steps
+ * through the I/O back end. */
+int process_extended_check_file_name(struct request *req);
+int process_extended_check_file_handle(struct request *req);
+int process_extended_check_file(struct request *req);
 int process_extended_copy_file(struct request *req);
 int process_extended_space_available(struct request *req);
 int process_extended_vendor_id(struct request *req);

@@ -23,19 +23,4 @@ const uint8_t *input_data(size_t *len);
 void input_take(size_t n, struct input_chunk **ref);
 void input_chunk_put(struct input_chunk *c);
 
-/* Framing: a packet is a uint32 length (type byte and body), then those
- * bytes. */
-struct request;
-enum frame_result {
-	FRAME_NONE,     /* no complete packet yet */
-	FRAME_REQUEST,  /* *req holds the next one */
-	FRAME_TOO_LONG, /* length over SFTP_MAX_MSG_LENGTH: OpenSSH exits 11 */
-	FRAME_EMPTY,    /* length 0: a parse error, exit 255 */
-	FRAME_NOMEM
-};
-/* Cut the next complete packet off the front into a request. */
-int input_frame(struct request **req, size_t max_reply);
-/* Bytes still missing from the packet at the front (0: complete, or its
- * length is bad). */
-size_t input_missing(void);
 #endif

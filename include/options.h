@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-enum backend_choice { BACKEND_AUTO = 0, BACKEND_URING, BACKEND_PLAIN };
+#include "backend.h"
 
 struct options {
 	int log_level;    /* enum log_level */
@@ -29,21 +29,25 @@ struct options {
 
 /* Outcome of parse_options. */
 #define OPTIONS_RUN 0     /* start serving */
-#define OPTIONS_EXIT_OK 1 /* printed what was asked (-Q, --version); exit 0 */
+#define OPTIONS_EXIT_OK 1 /* printed what was asked (--version); exit 0 */
+#define OPTIONS_QUERY_REQUESTS 2 /* -Q requests: print the request names */
 
 /* Parse argv as sftp-server does.  user/home/uid are for -d expansion.
  * Prints usage and exits 1 on bad options, exits like OpenSSH on fatal
- * ones.  Returns OPTIONS_RUN or OPTIONS_EXIT_OK. */
+ * ones.  Returns OPTIONS_RUN, OPTIONS_EXIT_OK or OPTIONS_QUERY_REQUESTS. */
 int parse_options(struct options *o, int argc, char **argv, const char *user,
                   const char *home, unsigned long uid);
 
+/* OpenSSH's tilde_expand, for -d and expand-path: a leading "~" (home, or
+ * uid's passwd entry when home is NULL) or "~user" becomes that user's
+ * home directory with a trailing slash, followed by the rest of the path
+ * with its leading slashes dropped ("~//x" is "HOME/x"); other paths are
+ * copied.  A malloc'd string, or NULL (logged as OpenSSH logs it) if the
+ * user is unknown or the result is too long for a path. */
+char *expand_tilde(const char *arg, const char *home, unsigned long uid);
 /* Expand %d, %u, %U, %% and a leading ~ / ~user in a -d argument.
  * Returns a malloc'd string, or NULL if the expansion fails. */
 char *expand_start_dir(const char *arg, const char *user, const char *home,
                        unsigned long uid);
-
-/* OpenSSH's match_list of the short names: exact, case-sensitive,
- * comma-separated.  Returns 1 if name is in list. */
-int name_in_list(const char *name, const char *list);
 
 #endif

@@ -3,13 +3,6 @@
 #ifndef REALPATH_H
 #define REALPATH_H
 
-/*
- * OpenSSH allows SYMLOOP_MAX (32 where the system has none) links and
- * gives up on the next one after that, so 33 links resolve and the 34th
- * is ELOOP.
- */
-#define REALPATH_LINKS_ALLOWED 33
-
 /* resolved must hold PATH_MAX bytes.  Returns resolved, or NULL with errno
  * set.  Under --confine this is confine_resolve's answer (EACCES outside
  * the confinement directory). */

@@ -12,9 +12,21 @@ struct handler;
 struct input_chunk;
 struct write_run;
 
-/* Packets up to this size (all but WRITEs and long paths) are copied into
- * the request itself: no allocation. */
+/* A packet is copied unless it is a WRITE big enough to stay in its input
+ * chunk (frame.c): into the request itself up to this size (no
+ * allocation), else into an allocation of its own (a small WRITE, long
+ * paths). */
 #define REQUEST_INLINE_PACKET 512
+
+/* What a request does with a path argument, which decides how --confine
+ * resolves it (get_path in parse.c).  The default, 0, suits a request that
+ * follows a final symlink, as OPEN does. */
+enum path_use {
+	PATH_FOLLOW = 0,
+	PATH_NOFOLLOW,     /* acts on a final symlink itself (LSTAT, REMOVE) */
+	PATH_NOT_RESOLVED, /* not a path of ours (a symlink's target, a user
+	                    * name), or resolved by sftp_realpath */
+};
 
 enum request_state {
 	REQ_WAITING,   /* admitted, not started */
@@ -33,7 +45,11 @@ struct request {
 	struct input_chunk *chunk;
 	int packet_allocated;
 	struct rbuf body; /* handlers read their fields from here */
+	/* Its row in the request table (handlers.c), set by request_classify
+	 * at admission and, for an EXTENDED request, by its handler once the
+	 * name is read; NULL when unknown. */
 	const struct handler *handler;
+	uint8_t path_use[2]; /* enum path_use of its first two paths */
 	enum request_state state;
 	struct wbuf reply; /* one encoded reply packet */
 
@@ -45,8 +61,9 @@ struct request {
 	uint64_t start;
 	uint64_t end; /* UINT64_MAX for append writes */
 	int is_write;
-	size_t io_want; /* bytes asked for */
-	size_t io_done; /* bytes moved so far (short I/O is resumed) */
+	int regular_file; /* the handle's is_regular, for coalescing */
+	size_t io_want;   /* bytes asked for */
+	size_t io_done;   /* bytes moved so far (short I/O is resumed) */
 	/* Builds the reply once the I/O is finished (io.result holds the
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
@@ -95,6 +112,12 @@ struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply,
                             struct input_chunk *chunk);
 /* Release everything the request holds; the struct is kept for reuse. */
 void request_free(struct request *req);
+
+/* enum path_use of the request's argi-th path (0 or 1). */
+static inline int path_use_of(const struct request *req, int argi)
+{
+	return argi < 0 || argi > 1 ? PATH_FOLLOW : req->path_use[argi];
+}
 
 /* Handler results. */
 #define HANDLER_DONE 0        /* reply encoded */

@@ -6,22 +6,19 @@
 #include <stdint.h>
 #include <time.h>
 
-struct handle;
-
 enum xferlog_format { XFERLOG_XFERLOG = 0, XFERLOG_JSON };
 
 /* Open (create) path for appending, at start-up: a chroot or a confined
- * session may not reach it later.  Logs an error and returns -1 when it
- * cannot; the session then goes on without a transfer log. */
-int xferlog_open(const char *path, enum xferlog_format format);
+ * session may not reach it later.  user (kept, not copied) is the name
+ * every line carries.  Logs an error and returns -1 when it cannot; the
+ * session then goes on without a transfer log. */
+int xferlog_open(const char *path, enum xferlog_format format,
+                 const char *user);
 /* A monotonic time stamp for the start of a transfer. */
 void xferlog_now(struct timespec *t);
 /* One transfer of bytes to (direction 'i') or from ('o') path (relative
  * paths are taken from the current directory), begun at start. */
 void xferlog_write(const char *path, uint64_t bytes,
                    const struct timespec *start, char direction, int complete);
-/* A file handle is being closed: complete unless its last WRITE failed or
- * the session is ending with it still open (forced). */
-void xferlog_handle_closed(const struct handle *h, int forced);
 
 #endif

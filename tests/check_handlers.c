@@ -32,6 +32,8 @@ static struct request *make_request(uint8_t type, const void *body, size_t len)
 	memcpy(packet + 1, body, len);
 	req = request_new(packet, len + 1, 4096, NULL);
 	ck_assert_ptr_nonnull(req);
+	/* As queue_admit does. */
+	request_classify(req);
 	return req;
 }
 
@@ -380,6 +382,40 @@ START_TEST(test_extended_io_class)
 }
 END_TEST
 
+START_TEST(test_name_in_list)
+{
+	char forty[1024], forty_one[1024];
+	int i;
+
+	ck_assert_int_eq(name_in_list("read", "read"), 1);
+	ck_assert_int_eq(name_in_list("read", "open,read,write"), 1);
+	ck_assert_int_eq(name_in_list("read", "read,"), 1);
+	/* Exact and case-sensitive. */
+	ck_assert_int_eq(name_in_list("read", "READ"), 0);
+	ck_assert_int_eq(name_in_list("read", "rea"), 0);
+	ck_assert_int_eq(name_in_list("read", "reads"), 0);
+	ck_assert_int_eq(name_in_list("read", "readdir"), 0);
+	ck_assert_int_eq(name_in_list("read", "*"), 0);
+	ck_assert_int_eq(name_in_list("read", " read"), 0);
+	/* The list ends at its first empty item. */
+	ck_assert_int_eq(name_in_list("read", "open,,read"), 0);
+	ck_assert_int_eq(name_in_list("read", ",read"), 0);
+	ck_assert_int_eq(name_in_list("read", ""), 0);
+	ck_assert_int_eq(name_in_list("", "open,,read"), 0);
+	ck_assert_int_eq(name_in_list("read", NULL), 0);
+
+	/* Only the first 40 items count. */
+	forty[0] = '\0';
+	for (i = 0; i < 39; i++)
+		strcat(forty, "x,");
+	strcpy(forty_one, forty);
+	strcat(forty, "read");
+	strcat(forty_one, "x,read");
+	ck_assert_int_eq(name_in_list("read", forty), 1);
+	ck_assert_int_eq(name_in_list("read", forty_one), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("handlers");
@@ -388,6 +424,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_table_lookups);
+	tcase_add_test(tc, test_name_in_list);
 	tcase_add_test(tc, test_readonly_refuses_writers);
 	tcase_add_test(tc, test_deny_and_allow_lists);
 	tcase_add_test(tc, test_version_extensions);
