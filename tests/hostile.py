@@ -1015,6 +1015,28 @@ def check_eager_writer_same_file():
         require(f.read() == data, "file content differs")
 
 
+def vanish(c, what=""):
+    """The client closes both ends without reading anything more; the
+    server must exit (it would wait for a reader that never comes), with
+    a status, not a signal.  Returns that status and the seconds it
+    took."""
+    t0 = time.monotonic()
+    if c.sock is not None:
+        c.sock.close()
+        c.sock = None
+    else:
+        c.proc.stdin.close()
+        c.proc.stdout.close()
+    c.wclosed = True
+    try:
+        rc = c.proc.wait(20)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed("the server did not exit after the client "
+                          "vanished%s" % (" (%s)" % what if what else ""))
+    require(0 <= rc < 128, "server %s" % exit_text(rc))
+    return rc, time.monotonic() - t0
+
+
 def disconnect(socketpair, how):
     """The client vanishes mid-stream.  how: "both" closes stdin and stdout
     at once right after sending; "output" (pipes) stops reading first,
@@ -1045,23 +1067,8 @@ def disconnect(socketpair, how):
         tail += pkts[-1][:len(pkts[-1]) // 2]
         if how == "output":
             c.proc.stdout.close()
-            write_noread(c, tail, 30)
-            c.proc.stdin.close()
-        else:
-            write_noread(c, tail, 30)
-            if socketpair:
-                c.sock.close()
-                c.sock = None
-            else:
-                c.proc.stdin.close()
-                c.proc.stdout.close()
-        c.wclosed = True
-        try:
-            rc = c.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            raise CheckFailed("server did not exit after the client "
-                              "vanished (%s)" % how)
-        require(rc >= 0 and rc < 128, "server %s" % exit_text(rc))
+        write_noread(c, tail, 30)
+        rc, _ = vanish(c, how)
         log("%s, %s: %s, %d writes acknowledged, %.1f s" % (
             "socketpair" if socketpair else "pipes", how, exit_text(rc),
             len(acked), time.monotonic() - t0))
@@ -1312,26 +1319,6 @@ def check_splice_vs_truncate():
                 else "went ahead (the reply was a copy)"))
 
 
-def vanish(c):
-    """The client closes both ends without reading anything more; the
-    server must exit (it would wait for a reader that never comes)."""
-    t0 = time.monotonic()
-    if c.sock is not None:
-        c.sock.close()
-        c.sock = None
-    else:
-        c.proc.stdin.close()
-        c.proc.stdout.close()
-    c.wclosed = True
-    try:
-        rc = c.proc.wait(20)
-    except subprocess.TimeoutExpired:
-        raise CheckFailed("the server did not exit after the client "
-                          "vanished")
-    require(0 <= rc < 128, "server %s" % exit_text(rc))
-    return time.monotonic() - t0
-
-
 def check_vanished_client():
     """Issue 10 item 2: a READ whose reply is not read, then a request
     that must wait for the reader (a WRITE to the range through a second
@@ -1370,7 +1357,7 @@ def check_vanished_client():
                 write_noread(c, pkts, 20)
                 wait_unread(c, DATA_HDR + 65536)
                 time.sleep(0.2)  # let it settle into waiting
-                took = vanish(c)
+                _, took = vanish(c)
             finally:
                 c.close()
             with open(path, "rb") as f:
