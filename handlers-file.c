@@ -25,6 +25,7 @@
 #include "lease.h"
 #include "log.h"
 #include "parse.h"
+#include "pagecache.h"
 #include "pipes.h"
 #include "readahead.h"
 #include "reply.h"
@@ -279,7 +280,7 @@ static void read_finish(struct request *req)
 	 * nobody can truncate or rewrite while we hold its read lease. */
 	poke_u32(req->reply.data, (uint32_t)(DATA_HEADER_LEN - 4 + n));
 	poke_u32(req->reply.data + 9, (uint32_t)n);
-	if (req->has_pipe) {
+	if (req->has_pipe || req->direct) {
 		req->reply.len = DATA_HEADER_LEN;
 		req->pipe_left = n;
 	} else {
@@ -307,26 +308,55 @@ static int read_without_splice(struct request *req)
 	return 1;
 }
 
+/* Stdout will take the data straight from the file when the READ's turn
+ * comes: no pipe, no copy.  Only for bytes all in the page cache (else
+ * the loop would wait on the disk there); the length is exact now, since
+ * no one can truncate or extend the file while we hold its lease. */
+static int read_direct(struct request *req)
+{
+	int64_t n;
+
+	if (srv.opt.no_direct_splice ||
+	    (n = pagecache_resident(req->io.fd, req->io.offset, req->io.len)) <
+	        0)
+		return 0;
+	req->direct = 1;
+	req->io_done = (size_t)n;
+	req->io.result = n;
+	return 1;
+}
+
 /* Right before the splice is submitted (so that pipes are lent only to
- * READs about to run): a pipe from the pool; or 0, to wait until one of
- * the session's pipes comes back; or a plain read when none will. */
+ * READs about to run): spliced from the file at output time when it is
+ * all cached; else a pipe from the pool; or wait until one of the
+ * session's pipes comes back; or a plain read when none will.  The lease
+ * is asked again: it may have been broken since the READ was parsed. */
 static int take_pipe(struct request *req)
 {
+	req->io_prepare = NULL;
+	if (!lease_for_splice(req->io.fd)) {
+		if (!read_without_splice(req))
+			fatal_exit(255, "process_read: no memory for %zu bytes",
+			           req->io.len);
+		return IO_PREPARE_SUBMIT;
+	}
+	if (read_direct(req))
+		return IO_PREPARE_DONE;
 	switch (pipe_get(&req->pipe, req->io.len)) {
 	case PIPE_OK:
 		req->has_pipe = 1;
 		req->io.fd_out = req->pipe.wr;
 		break;
 	case PIPE_WAIT:
-		return 0;
+		req->io_prepare = take_pipe;
+		return IO_PREPARE_WAIT;
 	default:
 		req->has_copy_slot = 1;
 		if (!read_without_splice(req))
 			fatal_exit(255, "process_read: no memory for %zu bytes",
 			           req->io.len);
 	}
-	req->io_prepare = NULL;
-	return 1;
+	return IO_PREPARE_SUBMIT;
 }
 
 static void setup_io(struct request *req, struct handle *h, int idx,

@@ -36,6 +36,7 @@ enum long_only_option {
 	OPT_QUEUE_DEPTH,
 	OPT_WRITE_MERGE,
 	OPT_NO_SPLICE,
+	OPT_NO_DIRECT_SPLICE,
 	OPT_CONFINE,
 	OPT_XFERLOG,
 	OPT_XFERLOG_FORMAT,
@@ -55,6 +56,7 @@ static const struct option long_options[] = {
     {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
     {"write-merge", required_argument, NULL, OPT_WRITE_MERGE},
     {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
+    {"no-direct-splice", no_argument, NULL, OPT_NO_DIRECT_SPLICE},
     {"confine", optional_argument, NULL, OPT_CONFINE},
     {"xferlog", required_argument, NULL, OPT_XFERLOG},
     {"xferlog-format", required_argument, NULL, OPT_XFERLOG_FORMAT},
@@ -120,6 +122,10 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "                              0..%d (default %d, 0 = off)\n"
 	       "  --no-splice                 copy READ data instead of "
 	       "splicing it\n"
+	       "  --no-direct-splice          splice READ data through pipes "
+	       "of ours,\n"
+	       "                              never from a cached file "
+	       "to stdout\n"
 	       "  --confine[=DIR]             no access outside DIR "
 	       "(default: the\n"
 	       "                              start directory), by "
@@ -297,6 +303,9 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		break;
 	case OPT_NO_SPLICE:
 		o->no_splice = 1;
+		break;
+	case OPT_NO_DIRECT_SPLICE:
+		o->no_direct_splice = 1;
 		break;
 	case OPT_CONFINE:
 		if (arg != NULL && *arg == '\0') {

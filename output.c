@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,10 +29,19 @@ static ssize_t stdout_writev(const struct iovec *iov, int cnt)
 	return writev(STDOUT_FILENO, iov, cnt);
 }
 
-static ssize_t stdout_splice(int pipe_rd, size_t len)
+/* splice(2) needs a pipe at one end: a file goes to a socket stdout
+ * through sendfile(2), which moves the same page references. */
+static ssize_t stdout_splice(int fd, int64_t off, size_t len)
 {
-	return splice(pipe_rd, NULL, STDOUT_FILENO, NULL, len,
-	              SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	loff_t pos = off;
+	off_t file_pos = (off_t)off;
+
+	if (off < 0)
+		return splice(fd, NULL, STDOUT_FILENO, NULL, len,
+		              SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (stdout_is_socket)
+		return sendfile(STDOUT_FILENO, fd, &file_pos, len);
+	return splice(fd, &pos, STDOUT_FILENO, NULL, len, SPLICE_F_NONBLOCK);
 }
 
 /* FIONREAD counts a pipe's contents from either end; SIOCOUTQ (TIOCOUTQ)
@@ -259,15 +269,22 @@ int output_writev(const struct iovec *iov, int cnt, size_t *moved)
 	return outcome(n, moved);
 }
 
-int output_splice(int pipe_rd, size_t len, size_t *moved)
+int output_splice(int fd, int64_t off, size_t len, size_t *moved)
 {
 	ssize_t n;
 
 	if (gone)
 		return OUTPUT_GONE;
 	do {
-		n = ops->splice(pipe_rd, len);
+		n = ops->splice(fd, off, len);
 	} while (n == -1 && errno == EINTR);
+	if (n == 0 && off >= 0) {
+		/* The file ended before the length its header gave: no byte
+		 * may be invented, so the session cannot go on. */
+		*moved = 0;
+		errno = ENODATA;
+		return OUTPUT_FAILED;
+	}
 	return outcome(n, moved);
 }
 

@@ -253,8 +253,17 @@ static int start_one(struct request *req)
 		num_in_flight++;
 		return 1;
 	}
-	if (req->io_prepare != NULL && !req->io_prepare(req))
-		return 0;
+	if (req->io_prepare != NULL) {
+		switch (req->io_prepare(req)) {
+		case IO_PREPARE_WAIT:
+			return 0;
+		case IO_PREPARE_DONE:
+			req->state = REQ_IN_FLIGHT;
+			num_in_flight++;
+			queue_io_finished(req);
+			return 1;
+		}
+	}
 	rc = backend->submit(&req->io);
 	if (rc == -EBUSY) {
 		coalesce_flush();
@@ -390,7 +399,8 @@ int queue_file_spliced(dev_t dev, ino_t ino)
 	const struct request *r;
 
 	for (r = head; r != NULL && r != next_start; r = r->next)
-		if (r->has_pipe && r->dev == dev && r->ino == ino &&
+		if ((r->has_pipe || r->direct) && r->dev == dev &&
+		    r->ino == ino &&
 		    (r->state == REQ_IN_FLIGHT || r->pipe_left > 0))
 			return 1;
 	return 0;
@@ -446,13 +456,18 @@ void queue_output_consumed(size_t n)
 	}
 }
 
-int queue_output_pipe(size_t *len)
+int queue_output_pipe(size_t *len, int64_t *off)
 {
 	if (head == NULL || head->state != REQ_DONE || head->pipe_left == 0 ||
 	    head_sent < head->reply.len)
 		return -1;
 	*len = head->pipe_left;
-	return head->pipe.rd;
+	if (!head->direct) {
+		*off = -1;
+		return head->pipe.rd;
+	}
+	*off = (int64_t)(head->io.offset + (head->io_done - head->pipe_left));
+	return head->io.fd;
 }
 
 void queue_output_piped(size_t n)

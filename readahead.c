@@ -11,11 +11,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "handle.h"
+#include "pagecache.h"
 #include "readahead.h"
 
 /* How far ahead of a sequential stream the kernel is asked to read, and
@@ -27,27 +27,6 @@
  * the requests'); when all are busy a hint is skipped. */
 #define READAHEAD_OPS BACKEND_HINT_SLOTS
 
-/* cachestat(2), Linux 6.5; older headers lack it.  The number is the
- * same on every architecture. */
-#ifndef __NR_cachestat
-#define __NR_cachestat 451
-#endif
-
-struct cachestat_range {
-	uint64_t off;
-	uint64_t len;
-};
-
-struct cachestat {
-	uint64_t nr_cache;
-	uint64_t nr_dirty;
-	uint64_t nr_writeback;
-	uint64_t nr_evicted;
-	uint64_t nr_recently_evicted;
-};
-
-static int no_cachestat; /* the kernel lacks it, or refuses it */
-
 static struct io_op hint_ops[READAHEAD_OPS];
 static int hint_busy[READAHEAD_OPS];
 
@@ -57,35 +36,17 @@ static void hint_done(struct io_op *op)
 	hint_busy[op - hint_ops] = 0;
 }
 
-/* Is every page of [from, from + len) in the page cache already?  Then a
- * hint would only make a worker thread walk those pages for nothing (a
- * warm download spent a tenth of its CPU so).  One system call here, in
- * the loop, costs far less.  A window reaching past the end of the file
- * counts as not cached: near the end there is one hint more. */
-static int range_cached(int fd, uint64_t from, uint64_t len)
-{
-	struct cachestat_range range = {from, len};
-	struct cachestat cs;
-	uint64_t page, pages;
-
-	if (no_cachestat)
-		return 0;
-	page = (uint64_t)sysconf(_SC_PAGESIZE);
-	pages = (from + len + page - 1) / page - from / page;
-	if (syscall(__NR_cachestat, fd, &range, &cs, 0) == -1) {
-		if (errno == ENOSYS || errno == EPERM)
-			no_cachestat = 1;
-		return 0;
-	}
-	return cs.nr_cache >= pages;
-}
-
 static void hint(int fd, uint64_t from, uint64_t len)
 {
 	struct io_op *op;
 	int i;
 
-	if (range_cached(fd, from, len))
+	/* Every page in the page cache already: a hint would only make a
+	 * worker thread walk those pages for nothing (a warm download spent
+	 * a tenth of its CPU so); one system call here, in the loop, costs
+	 * far less.  A window reaching past the end of the file counts as
+	 * not cached: near the end there is one hint more. */
+	if (pagecache_holds(fd, from, len) == 1)
 		return;
 	for (i = 0; i < READAHEAD_OPS && hint_busy[i]; i++)
 		;

@@ -83,6 +83,7 @@ void request_free(struct request *req)
 		free(req->packet);
 	req->has_pipe = 0;
 	req->has_copy_slot = 0;
+	req->direct = 0;
 	req->chunk = NULL;
 	req->packet_allocated = 0;
 	if (num_spare >= SPARE_MAX) {

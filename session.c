@@ -160,12 +160,13 @@ static void read_input(void)
 static void drop_output(void)
 {
 	struct iovec iov[MAX_IOV];
+	int64_t off;
 	size_t len;
 	int cnt, i;
 
 	for (;;) {
 		queue_output_consumed(0);
-		if (queue_output_pipe(&len) >= 0) {
+		if (queue_output_pipe(&len, &off) >= 0) {
 			queue_output_piped(len);
 			continue;
 		}
@@ -185,6 +186,7 @@ static int write_output(void)
 {
 	struct iovec iov[MAX_IOV];
 	size_t len, moved;
+	int64_t off;
 	int cnt, fd, rc;
 
 	for (;;) {
@@ -193,8 +195,8 @@ static int write_output(void)
 			return 0;
 		}
 		queue_output_consumed(0); /* drops requests with no reply */
-		if ((fd = queue_output_pipe(&len)) >= 0) {
-			rc = output_splice(fd, len, &moved);
+		if ((fd = queue_output_pipe(&len, &off)) >= 0) {
+			rc = output_splice(fd, off, len, &moved);
 			if (rc == OUTPUT_MOVED)
 				queue_output_piped(moved);
 		} else {

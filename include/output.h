@@ -11,10 +11,11 @@
 #include <sys/uio.h>
 
 struct output_ops {
-	/* As writev(2) and splice(2) from a pipe to stdout, non-blocking:
-	 * bytes moved, or -1 with errno (EAGAIN: full). */
+	/* As writev(2), and splice(2) to stdout from a pipe (off < 0) or
+	 * from a regular file at off, non-blocking: bytes moved, or -1 with
+	 * errno (EAGAIN: full). */
 	ssize_t (*writev)(const struct iovec *iov, int cnt);
-	ssize_t (*splice)(int pipe_rd, size_t len);
+	ssize_t (*splice)(int fd, int64_t off, size_t len);
 	/* Bytes written to stdout that its reader has not read yet, or -1
 	 * when that cannot be told. */
 	int64_t (*unread)(void);
@@ -38,7 +39,9 @@ enum output_result {
 	OUTPUT_FAILED /* another error, errno set: end the session */
 };
 int output_writev(const struct iovec *iov, int cnt, size_t *moved);
-int output_splice(int pipe_rd, size_t len, size_t *moved);
+/* From a pipe (off < 0), or from a file at off: a file that ends early
+ * (it cannot, under our read lease) is OUTPUT_FAILED with ENODATA. */
+int output_splice(int fd, int64_t off, size_t len, size_t *moved);
 
 /* The bytes just spliced out came from this file, [off, off + len) of
  * the READ they answer: its pages until stdout's reader has read them. */

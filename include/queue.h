@@ -4,6 +4,7 @@
 #define QUEUE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include "request.h"
@@ -50,10 +51,11 @@ int queue_file_spliced(dev_t dev, ino_t ino);
 int queue_output_iov(struct iovec *iov, int max);
 /* n bytes of those were written. */
 void queue_output_consumed(size_t n);
-/* When the head reply's header is out and its data waits in a pipe: the
- * pipe's read end and how much to move from it; else -1. */
-int queue_output_pipe(size_t *len);
-/* n bytes of the head reply's pipe went out. */
+/* When the head reply's header is out and its data waits to be spliced:
+ * the pipe's read end (*off -1) or the file and the offset to go on
+ * from, and how much to move; else -1. */
+int queue_output_pipe(size_t *len, int64_t *off);
+/* n bytes of the head reply's data went out. */
 void queue_output_piped(size_t n);
 size_t queue_output_bytes(void);
 

@@ -68,8 +68,10 @@ struct request {
 	 * last result, io_done the total). */
 	void (*io_finish)(struct request *req);
 
-	/* Called until it returns 1 before the I/O is submitted: 0 means
-	 * not yet (a READ waiting for a splice pipe to come back). */
+	/* Called before the I/O is submitted, until it returns other than
+	 * IO_PREPARE_WAIT (a READ waiting for a splice pipe to come back).
+	 * IO_PREPARE_DONE: nothing to submit, io_done and io.result are
+	 * set (a READ whose data stdout takes straight from the file). */
 	int (*io_prepare)(struct request *req);
 
 	/* Switch failed I/O to another way (a splice the file system does not
@@ -89,10 +91,14 @@ struct request {
 
 	/* A READ whose data waits in a pipe, sent after the reply header. */
 	int has_pipe;
+	/* A READ whose data is spliced from its file (io.fd at io.offset)
+	 * to stdout after the reply header: the pages are in the page cache
+	 * and the file under our read lease. */
+	int direct;
 	/* A READ the pipe pool told to copy (pipe_get gave PIPE_COPY). */
 	int has_copy_slot;
 	struct pipe_pair pipe;
-	size_t pipe_left;
+	size_t pipe_left; /* of a pipe's, or a direct READ's, data */
 
 	/* A WRITE merged with its neighbours (coalesce.c). */
 	struct write_run *run;
@@ -118,6 +124,11 @@ static inline int path_use_of(const struct request *req, int argi)
 {
 	return argi < 0 || argi > 1 ? PATH_FOLLOW : req->path_use[argi];
 }
+
+/* io_prepare results. */
+#define IO_PREPARE_WAIT 0
+#define IO_PREPARE_SUBMIT 1
+#define IO_PREPARE_DONE 2
 
 /* Handler results. */
 #define HANDLER_DONE 0        /* reply encoded */

@@ -48,11 +48,12 @@ static ssize_t fake_writev(const struct iovec *iov, int cnt)
 	return (ssize_t)n;
 }
 
-static ssize_t fake_splice(int pipe_rd, size_t len)
+static ssize_t fake_splice(int fd, int64_t off, size_t len)
 {
 	struct iovec iov = {NULL, len};
 
-	(void)pipe_rd;
+	(void)fd;
+	(void)off;
 	return fake_writev(&iov, 1);
 }
 
@@ -97,24 +98,24 @@ START_TEST(test_reader_leaving_voids_the_transit)
 {
 	size_t moved;
 
-	ck_assert_int_eq(output_splice(5, 8192, &moved), OUTPUT_MOVED);
+	ck_assert_int_eq(output_splice(5, -1, 8192, &moved), OUTPUT_MOVED);
 	output_spliced(1, 2, 0, 8192);
 	ck_assert_int_eq(output_in_transit(), 1);
 	fail = EPIPE;
-	ck_assert_int_eq(output_splice(5, 8192, &moved), OUTPUT_GONE);
+	ck_assert_int_eq(output_splice(5, -1, 8192, &moved), OUTPUT_GONE);
 	ck_assert_int_eq(output_gone(), 1);
 	ck_assert_int_eq(output_in_transit(), 0);
 	/* Once gone, nothing more is even tried. */
 	calls = 0;
 	fail = 0;
-	ck_assert_int_eq(output_splice(5, 8192, &moved), OUTPUT_GONE);
+	ck_assert_int_eq(output_splice(5, -1, 8192, &moved), OUTPUT_GONE);
 	ck_assert_uint_eq(calls, 0);
 	output_spliced(1, 2, 0, 8192);
 	ck_assert_int_eq(output_range_in_transit(1, 2, 0, 100), 0);
 	/* ECONNRESET on a socket says the same. */
 	setup();
 	fail = ECONNRESET;
-	ck_assert_int_eq(output_splice(5, 1, &moved), OUTPUT_GONE);
+	ck_assert_int_eq(output_splice(5, -1, 1, &moved), OUTPUT_GONE);
 	/* And so does POLLERR, through output_lost(). */
 	setup();
 	output_lost();
@@ -131,7 +132,7 @@ START_TEST(test_transit_expires_as_the_reader_reads)
 	/* A header, then 10000 bytes of file 1/2 from offset 5000 (pages
 	 * 4096 to 16384), then another header. */
 	ck_assert_int_eq(output_writev(&iov, 1, &moved), OUTPUT_MOVED);
-	ck_assert_int_eq(output_splice(5, 10000, &moved), OUTPUT_MOVED);
+	ck_assert_int_eq(output_splice(5, -1, 10000, &moved), OUTPUT_MOVED);
 	output_spliced(1, 2, 5000, 10000);
 	ck_assert_int_eq(output_writev(&iov, 1, &moved), OUTPUT_MOVED);
 	ck_assert_int_eq(output_range_in_transit(1, 2, 0, 4096), 0);
@@ -155,7 +156,7 @@ START_TEST(test_unknown_reader_keeps_the_transit)
 	size_t moved;
 
 	unread = -1; /* neither a pipe nor a socket */
-	ck_assert_int_eq(output_splice(5, 4096, &moved), OUTPUT_MOVED);
+	ck_assert_int_eq(output_splice(5, -1, 4096, &moved), OUTPUT_MOVED);
 	output_spliced(1, 2, 0, 4096);
 	ck_assert_int_eq(output_in_transit(), 1);
 	ck_assert_uint_eq(output_read_by_reader(), 0);
@@ -168,7 +169,8 @@ START_TEST(test_many_ranges_count_as_every_file)
 	ino_t ino;
 
 	for (ino = 1; ino <= 40; ino++) {
-		ck_assert_int_eq(output_splice(5, 4096, &moved), OUTPUT_MOVED);
+		ck_assert_int_eq(output_splice(5, -1, 4096, &moved),
+		                 OUTPUT_MOVED);
 		output_spliced(1, ino, 0, 4096);
 	}
 	ck_assert_int_eq(output_range_in_transit(9, 9, 0, 1), 1);

@@ -7,8 +7,13 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pagecache.h"
 #include "pipes.h"
 #include "sftp.h"
 
@@ -238,6 +243,73 @@ END_TEST
 
 /* The pool on real pipes: every pipe lent holds its READ, and the pool
  * never holds more than its budget; once that is lent out, READs wait. */
+START_TEST(test_pagecache_counts_every_page_the_range_touches)
+{
+	/* Nothing to read: nothing to wait for. */
+	ck_assert(pagecache_all_cached(5000, 0, 0, 4096));
+	/* One page, aligned or not. */
+	ck_assert(pagecache_all_cached(0, 4096, 1, 4096));
+	ck_assert(pagecache_all_cached(100, 10, 1, 4096));
+	ck_assert(!pagecache_all_cached(0, 4096, 0, 4096));
+	/* An unaligned 8 KiB spans three pages. */
+	ck_assert(!pagecache_all_cached(100, 8192, 2, 4096));
+	ck_assert(pagecache_all_cached(100, 8192, 3, 4096));
+	/* 255 KiB at a page boundary: 64 pages (63.75 rounded up). */
+	ck_assert(!pagecache_all_cached(4096, 261120, 63, 4096));
+	ck_assert(pagecache_all_cached(4096, 261120, 64, 4096));
+}
+END_TEST
+
+/* On a real file: what was just written is cached, clipped at the end;
+ * what was dropped from the cache is not.  A kernel without cachestat(2)
+ * can tell nothing. */
+START_TEST(test_pagecache_resident_on_a_real_file)
+{
+	char path[] = "check_pipes.XXXXXX"; /* the build tree: not tmpfs */
+	static char data[65536];
+	int fd = mkstemp(path), works;
+	struct statfs fs;
+	uint64_t range[2] = {0, 4096}, stat[5];
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	memset(data, 'x', sizeof(data));
+	ck_assert_int_eq(write(fd, data, sizeof(data)), sizeof(data));
+	works = syscall(451, fd, range, stat, 0) == 0;
+	if (!works) {
+		ck_assert_int_eq(pagecache_resident(fd, 0, 4096),
+		                 PAGECACHE_UNKNOWN);
+		ck_assert_int_eq(pagecache_holds(fd, 0, 4096), -1);
+		close(fd);
+		return;
+	}
+	ck_assert_int_eq(pagecache_resident(fd, 0, 65536), 65536);
+	ck_assert_int_eq(pagecache_holds(fd, 0, 65536), 1);
+	ck_assert_int_eq(pagecache_holds(fd, 0, 65537), 0); /* past the end */
+	ck_assert_int_eq(pagecache_resident(fd, 1000, 4096), 4096);
+	ck_assert_int_eq(pagecache_resident(fd, 60000, 261120), 5536);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 4096), 0);
+	ck_assert_int_eq(pagecache_resident(fd, 1 << 30, 4096), 0);
+	/* Written back, then dropped: nothing of it is cached (tmpfs pages
+	 * cannot be dropped: there the file stays cached). */
+	ck_assert_int_eq(fstatfs(fd, &fs), 0);
+	if (fs.f_type == TMPFS_MAGIC) {
+		close(fd);
+		return;
+	}
+	ck_assert_int_eq(fsync(fd), 0);
+	ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	ck_assert_int_eq(pagecache_resident(fd, 0, 65536), PAGECACHE_MISS);
+	ck_assert_int_eq(pagecache_resident(fd, 8192, 100), PAGECACHE_MISS);
+	ck_assert_int_eq(pagecache_holds(fd, 0, 4096), 0);
+	/* Read again: cached again. */
+	ck_assert_int_eq(pread(fd, data, 8192, 0), 8192);
+	ck_assert_int_eq(pagecache_holds(fd, 0, 8192), 1);
+	ck_assert_int_eq(pagecache_resident(fd, 100, 8000), 8000);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_pool_on_real_pipes)
 {
 	struct pipe_pair got[64];
@@ -311,6 +383,8 @@ static Suite *pipes_suite(void)
 	tcase_add_test(tc, test_step_at_the_limit_waits_for_its_own_or_copies);
 	tcase_add_test(tc, test_step_copies_a_few_at_a_time);
 	tcase_add_test(tc, test_step_copies_what_no_pipe_of_ours_could_hold);
+	tcase_add_test(tc, test_pagecache_counts_every_page_the_range_touches);
+	tcase_add_test(tc, test_pagecache_resident_on_a_real_file);
 	tcase_add_test(tc, test_pool_on_real_pipes);
 	suite_add_tcase(s, tc);
 	return s;

@@ -97,7 +97,9 @@ static ssize_t fake_writev(const struct iovec *iov, int cnt)
 	return n;
 }
 
-static ssize_t fake_splice(int pipe_rd, size_t len)
+/* From a pipe (off < 0) or a file, as the real one; it must not end
+ * early. */
+static ssize_t fake_splice(int fd, int64_t off, size_t len)
 {
 	uint8_t buf[65536];
 	ssize_t n;
@@ -108,7 +110,7 @@ static ssize_t fake_splice(int pipe_rd, size_t len)
 		len = out_room;
 	if (out_fail != 0)
 		return take(NULL, len);
-	n = read(pipe_rd, buf, len);
+	n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, (off_t)off);
 	ck_assert_int_gt(n, 0);
 	return take(buf, (size_t)n);
 }

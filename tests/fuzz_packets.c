@@ -742,13 +742,14 @@ static ssize_t fuzz_writev(const struct iovec *iov, int cnt)
 	return after_write(writev(out_wr, part, cnt));
 }
 
-static ssize_t fuzz_splice(int pipe_rd, size_t len)
+static ssize_t fuzz_splice(int fd, int64_t off, size_t len)
 {
 	size_t budget = io_size();
+	loff_t pos = off;
 
 	if (write_fails())
 		return -1;
-	return after_write(splice(pipe_rd, NULL, out_wr, NULL,
+	return after_write(splice(fd, off < 0 ? NULL : &pos, out_wr, NULL,
 	                          len < budget ? len : budget,
 	                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
 }

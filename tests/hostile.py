@@ -58,6 +58,10 @@ gives it) and misbehaves:
                   reply holds the old 64 KiB of A (pipes and socketpair;
                   handle open or closed behind the READ, or a file another
                   process has open for writing)
+  direct-truncate  the same with 16 READs of 255 KiB of a file all in the
+                  page cache (stdout takes their data from the file when
+                  their turn comes), more than stdout holds: the
+                  truncation waits until all are read; all hold A
   vanished-client  a READ's reply unread, then a request that waits for
                   the reader (a WRITE through a second handle, an OPEN for
                   writing, an OPEN of another file), then the client
@@ -100,7 +104,7 @@ from sftpclient import (  # noqa: E402
     FXF_CREAT, FXF_READ, FXF_TRUNC, FXF_WRITE, FXP_ATTRS, FXP_CLOSE,
     FXP_DATA, FXP_EXTENDED, FXP_FSTAT, FXP_HANDLE, FXP_INIT, FXP_MKDIR, FXP_OPEN, FXP_READ,
     FXP_RENAME, FXP_SETSTAT, FXP_STAT, FXP_STATUS, FXP_VERSION, FXP_WRITE,
-    FX_FAILURE, FX_OK, FX_OP_UNSUPPORTED, encode_attrs, packet, string, u32,
+    FX_EOF, FX_FAILURE, FX_OK, FX_OP_UNSUPPORTED, encode_attrs, packet, string, u32,
     u64)
 
 KIB = 1024
@@ -154,8 +158,8 @@ def nofile(limit):
     return preexec
 
 
-def start(cwd, socketpair=False, preexec_fn=None, timeout=20):
-    return sc.Client(server_argv(), cwd=cwd, socketpair=socketpair,
+def start(cwd, socketpair=False, preexec_fn=None, timeout=20, extra=()):
+    return sc.Client(server_argv(extra), cwd=cwd, socketpair=socketpair,
                      preexec_fn=preexec_fn, timeout=timeout)
 
 
@@ -633,9 +637,12 @@ def check_idle_pipes_closed():
     session has been idle for a second."""
     d = fresh_dir("idle-pipes")
     big = 261120
+    splicing = "--no-splice" not in ARGS.server_args
     with open(os.path.join(d, "f"), "wb") as f:
         f.write(pattern(64 * big, 6))
-    with start(d) as c:
+    # The file is in the page cache: without the option stdout would take
+    # the data straight from it, and no pipe would be made.
+    with start(d, extra=("--no-direct-splice",) if splicing else ()) as c:
         c.init()
         h = c.check_handle(c.open("f", FXF_READ))
         before = open_fds(c.proc.pid)
@@ -649,6 +656,8 @@ def check_idle_pipes_closed():
         idle = open_fds(c.proc.pid)
         log("descriptors: %d before the download, %d right after, %d after "
             "1.5 s idle" % (before, busy, idle))
+        require(busy > before or not splicing, "no splice pipe after the "
+                "download: the check tests nothing")
         require(idle <= before, "%d descriptors after 1.5 s idle, %d before "
                 "the download" % (idle, before))
         # And the pipes come back when needed.
@@ -703,17 +712,22 @@ def flood_writes(h, data, count=FLOOD_COUNT):
                     for i in range(count))
 
 
-def read_flood(size, count, least, most):
+def read_flood(size, count, least, most, direct=False):
     """count READs of size bytes sent while the client reads nothing for
     a few seconds: what the server then holds (spliced replies in its
     pipes, copied ones, with --no-splice, in its memory, seen as RSS
     growth) must be at least least (else the check tests nothing) and at
     most most (spliced: at least one reply, at most the pipe budget); a
-    splicing server's RSS stays under RSS_SPLICING.  Then
-    every reply, in order, with the right data."""
+    splicing server's RSS stays under RSS_SPLICING.  Splicing runs with
+    --no-direct-splice, so that replies wait in the pipes; with direct
+    (the file is in the page cache), they wait as references to the
+    file: nothing in pipes, no RSS growth, and stdout full.  Then every
+    reply, in order, with the right data."""
     path, data = flood_file()
     rss_limit = RSS_LIMIT * (8 if is_sanitized() else 1)
-    with start(os.path.dirname(path), timeout=60) as c:
+    splicing = "--no-splice" not in ARGS.server_args
+    extra = () if direct or not splicing else ("--no-direct-splice",)
+    with start(os.path.dirname(path), timeout=60, extra=extra) as c:
         c.init()
         h = c.check_handle(c.open(path, FXF_READ))
         reqs = b"".join(req(FXP_READ, 1000 + i, string(h)
@@ -728,6 +742,7 @@ def read_flood(size, count, least, most):
         paused_peak = sampler.peak
         held_pipes = pipe_bytes_held(c.proc.pid)
         held_mem = max(rss_of(c.proc.pid) - base_rss, 0)
+        in_stdout = unread_bytes(c.rfd)
         t0 = time.monotonic()
         for i in range(count):
             rep = c.recv(30)
@@ -747,7 +762,19 @@ def read_flood(size, count, least, most):
            elapsed))
     require(peak < rss_limit, "server RSS reached %.1f MiB (limit %d MiB)"
             % (peak / MIB, rss_limit // MIB))
-    splicing = "--no-splice" not in ARGS.server_args
+    if direct and not splicing:
+        require(held_pipes == 0, "%d bytes of replies in pipes with "
+                "--no-splice" % held_pipes)
+    elif direct:
+        require(in_stdout >= 32768, "only %d bytes in stdout while the "
+                "client was not reading: the check tests nothing"
+                % in_stdout)
+        require(held_pipes == 0, "%d bytes of replies in pipes, though "
+                "the file is in the page cache" % held_pipes)
+        most = MIB * (8 if is_sanitized() else 1)
+        require(held_mem <= most, "RSS grew by %.2f MiB while replies "
+                "waited, more than %.2f MiB" % (held_mem / MIB, most / MIB))
+        return
     held = held_pipes if splicing else held_mem
     if splicing:
         # The pipe budget bounds spliced replies: READs beyond it wait
@@ -773,6 +800,18 @@ def check_read_flood():
     """32 KiB READs: the queue depth is the bound (64 replies, 2 MiB)."""
     reply = FLOOD_CHUNK + 13
     read_flood(FLOOD_CHUNK, FLOOD_COUNT, MIB, QUEUE_DEPTH * reply)
+
+
+def check_read_flood_direct():
+    """The 32 KiB and 255 KiB floods with the file in the page cache:
+    stdout takes the data straight from the file, so the replies waiting
+    hold no pipe and no memory; with --no-splice they are copies, in
+    memory within the bounds above, none in a pipe."""
+    reply, big = FLOOD_CHUNK + 13, MAX_READ + 13
+    read_flood(FLOOD_CHUNK, FLOOD_COUNT, MIB, QUEUE_DEPTH * reply,
+               direct=True)
+    read_flood(MAX_READ, 256, REPLY_BOUND - big,
+               REPLY_BOUND + QUEUE_DEPTH * big, direct=True)
 
 
 def check_read_flood_big():
@@ -1176,6 +1215,7 @@ def check_corpus():
 
 # ------------------------------------------------------------ issue 10
 
+F_SETLEASE = getattr(fcntl, "F_SETLEASE", 1024)
 DATA_HDR = 13  # length, type, id, data length
 
 
@@ -1317,6 +1357,89 @@ def check_splice_vs_truncate():
                 "socketpair" if sp else "pipes", variant,
                 "waited for the reply to be read" if waited
                 else "went ahead (the reply was a copy)"))
+
+
+def can_lease(path):
+    """This process may take a read lease on path, so a server run as the
+    same user may too (it owns the file, or has CAP_LEASE)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_RDLCK)
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_UNLCK)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def check_direct_vs_truncate():
+    """READ data that stdout takes straight from the file when its turn
+    comes (all of it in the page cache): 16 READs of 255 KiB, more than
+    stdout holds, sent at once and not read; another process truncates
+    the file and appends to it.  On pipes and a socketpair.  It must wait
+    until the last reply has been read, and every reply holds only bytes
+    the file held when the READs arrived."""
+    block, count = 261120, 16
+    for sp in (False, True):
+        d = fresh_dir("direct-truncate")
+        path = os.path.join(d, "f")
+        with open(path, "wb") as f:
+            f.write(b"A" * block * count)
+        with open(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+        leased = can_lease(path)
+        splicing = "--no-splice" not in ARGS.server_args
+        with start(d, socketpair=sp) as c:
+            c.init()
+            h = c.check_handle(c.open("f", FXF_READ))
+            write_noread(c, b"".join(
+                req(FXP_READ, 100 + i, string(h) + u64(i * block) +
+                    u32(block)) for i in range(count)), 20)
+            wait_unread(c, 32768)
+            t = subprocess.Popen([sys.executable, "-c", TRUNCATOR, path])
+            try:
+                deadline = time.monotonic() + 20
+                while t.poll() is None and not lease_breaking(path):
+                    require(time.monotonic() < deadline,
+                            "the truncating process neither ends nor "
+                            "waits")
+                    time.sleep(0.01)
+                waited = t.poll() is None
+                require(waited or not leased or not splicing,
+                        "the truncation did not wait for the replies the "
+                        "server had accepted")
+                after = b"A" * 100 + b"C" * 8000
+                for i in range(count):
+                    rep = c.expect(100 + i)
+                    # Copies may have been read after the truncation:
+                    # then they hold what the file held then.
+                    old = rep.type == FXP_DATA and \
+                        rep.data == b"A" * block
+                    new = not waited and (
+                        rep.data == after[i * block:(i + 1) * block]
+                        if rep.type == FXP_DATA and i * block < len(after)
+                        else rep.is_status(FX_EOF))
+                    require(old or new, "READ %d after the truncation "
+                            "started: %r" % (i, rep if rep.type != FXP_DATA
+                                             else (len(rep.data),
+                                                   rep.data[:8])))
+                require(t.wait(30) == 0, "the truncating process failed")
+            finally:
+                if t.poll() is None:
+                    t.kill()
+                    t.wait()
+            rep = c.read(h, 0, block)
+            require(rep.type == FXP_DATA and
+                    rep.data == b"A" * 100 + b"C" * 8000,
+                    "READ after the truncation: %r" % rep)
+            c.check_ok(c.close_handle(h), "close")
+            require_exit(c, 0)
+        log("%s: the truncation %s" % (
+            "socketpair" if sp else "pipes",
+            "waited for %d replies to be read" % count if waited
+            else "went ahead (no lease: the replies were copies)"))
 
 
 def check_vanished_client():
@@ -1496,6 +1619,7 @@ CHECKS = [
     ("idle-pipes", check_idle_pipes_closed),
     ("read-flood", check_read_flood),
     ("read-flood-big", check_read_flood_big),
+    ("read-flood-direct", check_read_flood_direct),
     ("write-flood", check_write_flood),
     ("read-write-flood", check_read_write_flood),
     ("eager-writer", check_eager_writer),
@@ -1506,6 +1630,7 @@ CHECKS = [
     ("disconnect", check_disconnect),
     ("unknown-types", check_unknown_types),
     ("splice-truncate", check_splice_vs_truncate),
+    ("direct-truncate", check_direct_vs_truncate),
     ("vanished-client", check_vanished_client),
     ("stalled-client-sleeps", check_stalled_client_sleeps),
     ("hints-small-depth", check_hints_small_depth),
