@@ -85,6 +85,8 @@ static int uring_submit(struct io_op *op)
 	case IO_READ:
 		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,
 		                   op->offset);
+		if (op->from_disk)
+			sqe->flags |= IOSQE_ASYNC;
 		break;
 	case IO_WRITE:
 	case IO_WRITEV:

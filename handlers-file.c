@@ -312,27 +312,23 @@ static int read_without_splice(struct request *req)
  * comes: no pipe, no copy.  Only for bytes all in the page cache (else
  * the loop would wait on the disk there); the length is exact now, since
  * no one can truncate or extend the file while we hold its lease. */
-static int read_direct(struct request *req)
+static void read_direct(struct request *req, int64_t n)
 {
-	int64_t n;
-
-	if (srv.opt.no_direct_splice ||
-	    (n = pagecache_resident(req->io.fd, req->io.offset, req->io.len)) <
-	        0)
-		return 0;
 	req->direct = 1;
 	req->io_done = (size_t)n;
 	req->io.result = n;
-	return 1;
 }
 
 /* Right before the splice is submitted (so that pipes are lent only to
  * READs about to run): spliced from the file at output time when it is
  * all cached; else a pipe from the pool; or wait until one of the
- * session's pipes comes back; or a plain read when none will.  The lease
- * is asked again: it may have been broken since the READ was parsed. */
+ * session's pipes comes back; or a plain read when none will (or when the
+ * disk must give the bytes: see pipe_next_step).  The lease is asked
+ * again: it may have been broken since the READ was parsed. */
 static int take_pipe(struct request *req)
 {
+	int64_t cached;
+
 	req->io_prepare = NULL;
 	if (!lease_for_splice(req->io.fd)) {
 		if (!read_without_splice(req))
@@ -340,9 +336,12 @@ static int take_pipe(struct request *req)
 			           req->io.len);
 		return IO_PREPARE_SUBMIT;
 	}
-	if (read_direct(req))
+	cached = pagecache_resident(req->io.fd, req->io.offset, req->io.len);
+	if (cached >= 0 && !srv.opt.no_direct_splice) {
+		read_direct(req, cached);
 		return IO_PREPARE_DONE;
-	switch (pipe_get(&req->pipe, req->io.len)) {
+	}
+	switch (pipe_get(&req->pipe, req->io.len, cached == PAGECACHE_MISS)) {
 	case PIPE_OK:
 		req->has_pipe = 1;
 		req->io.fd_out = req->pipe.wr;
@@ -355,6 +354,7 @@ static int take_pipe(struct request *req)
 		if (!read_without_splice(req))
 			fatal_exit(255, "process_read: no memory for %zu bytes",
 			           req->io.len);
+		req->io.from_disk = cached == PAGECACHE_MISS;
 	}
 	return IO_PREPARE_SUBMIT;
 }

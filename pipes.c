@@ -36,9 +36,10 @@
 #define DEFAULT_SLOTS 16
 /* What sshd's stdin, stdout and stderr pipes of a session take. */
 #define SSHD_PIPE_PAGES (3 * DEFAULT_SLOTS)
-/* READs copied at once when the budget has no pipe for them: their
- * buffers are the session's memory (64 of 255 KiB were 16 MiB of RSS). */
-#define MAX_COPIES 8
+/* READ data copied at once when the budget has no pipe for it: the
+ * buffers are the session's memory (64 of 255 KiB were 16 MiB of RSS).
+ * 8 READs of 255 KiB, 64 of 32 KiB. */
+#define MAX_COPY_BYTES (2 * 1024 * 1024)
 /* How often the sessions of the user are counted again. */
 #define RECOUNT_NS 1000000000
 /* At the user's limit: no new pipe before this long. */
@@ -52,7 +53,8 @@ struct spare_pipe {
 };
 
 static struct spare_pipe *spare; /* oldest first */
-static unsigned num_spare, num_busy, max_pipes, num_copies;
+static unsigned num_spare, num_busy, max_pipes;
+static size_t copy_bytes; /* of READs told to copy, not done */
 static unsigned long page_size = 4096;
 static struct pipe_limits limits;
 static int limits_read;
@@ -138,6 +140,8 @@ unsigned long pipe_slots_for(size_t len, unsigned long page)
 enum pipe_step pipe_next_step(const struct pipe_pool_state *s,
                               unsigned long need)
 {
+	int fits;
+
 	if (s->held > s->budget && s->spares > 0)
 		return PIPE_STEP_DROP_SPARE; /* the budget shrank */
 	if (s->largest_spare >= need)
@@ -148,8 +152,16 @@ enum pipe_step pipe_next_step(const struct pipe_pool_state *s,
 		if (s->spares > 0)
 			return PIPE_STEP_DROP_SPARE; /* too small: trade it */
 	}
-	/* One of ours comes back once its reply is out. */
-	if (s->busy > 0 || s->copies >= s->max_copies)
+	fits = s->copy_bytes + s->read_len <= s->max_copy_bytes;
+	/* Bytes the disk must give: one of our pipes comes back only once
+	 * the READs before it have been read from the disk and sent, and
+	 * the disk serves a deep queue best (random 32 KiB READs of a cold
+	 * file: 64 in flight, not the 17 pipes a 1 MiB budget holds). */
+	if (s->from_disk && fits)
+		return PIPE_STEP_COPY;
+	/* Cached bytes (or who knows): one of ours comes back once its
+	 * reply is out, and splicing costs less than copying. */
+	if (s->busy > 0 || !fits)
 		return PIPE_STEP_WAIT;
 	return PIPE_STEP_COPY;
 }
@@ -373,16 +385,19 @@ static struct pipe_pair spare_take(unsigned i)
 	return p;
 }
 
-int pipe_get(struct pipe_pair *p, size_t len)
+int pipe_get(struct pipe_pair *p, size_t len, int from_disk)
 {
 	struct pipe_pool_state s = {.max_pipes = max_pipes,
-	                            .max_copies = MAX_COPIES};
+	                            .max_copy_bytes = MAX_COPY_BYTES,
+	                            .read_len = len,
+	                            .from_disk = from_disk};
 	unsigned long need = pipe_slots_for(len, page_size);
 	int64_t now = now_ns();
 	unsigned i;
 
 	if (max_pipes == 0) {
-		num_copies++; /* no splicing: copies are not limited here */
+		/* No splicing: copies are not limited here. */
+		copy_bytes += len;
 		return PIPE_COPY;
 	}
 	drop_idle_spares(now);
@@ -397,7 +412,7 @@ int pipe_get(struct pipe_pair *p, size_t len)
 		s.held = held_pages;
 		s.pipes = num_spare + num_busy;
 		s.busy = num_busy;
-		s.copies = num_copies;
+		s.copy_bytes = copy_bytes;
 		s.spares = num_spare;
 		s.largest_spare = 0;
 		for (i = 0; i < num_spare; i++)
@@ -427,15 +442,15 @@ int pipe_get(struct pipe_pair *p, size_t len)
 		case PIPE_STEP_WAIT:
 			return PIPE_WAIT;
 		default:
-			num_copies++;
+			copy_bytes += len;
 			return PIPE_COPY;
 		}
 	}
 }
 
-void pipe_copy_done(void)
+void pipe_copy_done(size_t len)
 {
-	num_copies--;
+	copy_bytes -= len;
 }
 
 void pipe_put(struct pipe_pair *p, size_t bytes_left)

@@ -76,7 +76,7 @@ void request_free(struct request *req)
 	if (req->has_pipe)
 		pipe_put(&req->pipe, req->pipe_left);
 	if (req->has_copy_slot)
-		pipe_copy_done();
+		pipe_copy_done(req->io_want);
 	if (req->chunk != NULL)
 		input_chunk_put(req->chunk);
 	if (req->packet_allocated)

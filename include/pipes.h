@@ -26,10 +26,12 @@ void pipes_tune_stdio(int fd);
 #define PIPE_OK 0    /* *p is an empty pipe that holds len bytes */
 #define PIPE_WAIT 1  /* none now; one of ours, or a copy, ends soon */
 #define PIPE_COPY -1 /* read into memory instead; pipe_copy_done after */
-/* An empty pipe for a READ of len bytes, within the session's budget. */
-int pipe_get(struct pipe_pair *p, size_t len);
-/* A READ told PIPE_COPY has sent its reply (its buffer is free). */
-void pipe_copy_done(void);
+/* An empty pipe for a READ of len bytes, within the session's budget;
+ * from_disk: its bytes are known not to be all in the page cache. */
+int pipe_get(struct pipe_pair *p, size_t len, int from_disk);
+/* A READ of len bytes told PIPE_COPY has sent its reply (its buffer is
+ * free). */
+void pipe_copy_done(size_t len);
 /* Give a pipe back; one that still holds bytes is closed, not reused. */
 void pipe_put(struct pipe_pair *p, size_t bytes_left);
 /* Empty pipes are kept for the next READs. */
@@ -62,7 +64,10 @@ struct pipe_pool_state {
 	unsigned long max_slots;     /* largest pipe the kernel allows us */
 	unsigned pipes, max_pipes;   /* pipes made and kept; the most */
 	unsigned busy, spares;       /* lent out; spare */
-	unsigned copies, max_copies; /* READs told to copy, not done; most */
+	size_t copy_bytes;           /* of READs told to copy, not done */
+	size_t max_copy_bytes;       /* the most */
+	size_t read_len;             /* the READ asking */
+	int from_disk;               /* its bytes are not all cached */
 	int can_make;                /* not at the user's limit just now */
 };
 enum pipe_step {

@@ -131,7 +131,8 @@ static struct pipe_pool_state empty_pool(void)
 	struct pipe_pool_state s = {.budget = 480,
 	                            .max_slots = 256,
 	                            .max_pipes = 64,
-	                            .max_copies = 8,
+	                            .max_copy_bytes = 2 << 20,
+	                            .read_len = 32768,
 	                            .can_make = 1};
 	return s;
 }
@@ -217,11 +218,38 @@ START_TEST(test_step_copies_a_few_at_a_time)
 	struct pipe_pool_state s = empty_pool();
 
 	s.budget = 0;
-	s.copies = 7;
-	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_COPY);
+	s.read_len = 261120;
+	s.copy_bytes = 7 * 261120;
+	ck_assert_int_eq(pipe_next_step(&s, 128), PIPE_STEP_COPY);
 	/* Their buffers are memory: the next waits for one to end. */
-	s.copies = 8;
+	s.copy_bytes = 8 * 261120;
+	ck_assert_int_eq(pipe_next_step(&s, 128), PIPE_STEP_WAIT);
+	/* Small READs: more of them in the same memory. */
+	s.read_len = 32768;
+	s.copy_bytes = 63 * 32768;
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_COPY);
+	s.copy_bytes = 64 * 32768;
 	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_WAIT);
+}
+END_TEST
+
+/* Bytes the disk must give are copied rather than wait for a pipe of
+ * ours (within the same memory bound); cached ones wait. */
+START_TEST(test_step_copies_from_disk_rather_than_wait)
+{
+	struct pipe_pool_state s = empty_pool();
+
+	s.held = s.budget;
+	s.pipes = s.busy = 30; /* all lent out */
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_WAIT);
+	s.from_disk = 1;
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_COPY);
+	s.copy_bytes = 64 * 32768;
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_WAIT);
+	/* A pipe to be had still comes first. */
+	s = empty_pool();
+	s.from_disk = 1;
+	ck_assert_int_eq(pipe_next_step(&s, 16), PIPE_STEP_MAKE);
 }
 END_TEST
 
@@ -319,7 +347,7 @@ START_TEST(test_pool_on_real_pipes)
 	ck_assert_int_eq(pipe(out), 0);
 	ck_assert_int_eq(pipes_init(64), 0);
 	while (n < 64 &&
-	       (rc = pipe_get(&got[n], SFTP_MAX_READ_LENGTH)) == PIPE_OK) {
+	       (rc = pipe_get(&got[n], SFTP_MAX_READ_LENGTH, 0)) == PIPE_OK) {
 		ck_assert_int_ge(fcntl(got[n].wr, F_GETPIPE_SZ),
 		                 128 * (int)PAGE);
 		held += fcntl(got[n].wr, F_GETPIPE_SZ);
@@ -328,7 +356,7 @@ START_TEST(test_pool_on_real_pipes)
 	if (n == 0) {
 		/* This user's quota is used up by others: nothing to lend. */
 		ck_assert_int_eq(rc, PIPE_COPY);
-		pipe_copy_done();
+		pipe_copy_done(SFTP_MAX_READ_LENGTH);
 		fprintf(stderr, "check_pipes: SKIP the real pool: no pipe to "
 		                "be had for this user\n");
 		return;
@@ -338,18 +366,18 @@ START_TEST(test_pool_on_real_pipes)
 	ck_assert_int_le(held, 3 * 1024 * 1024); /* SESSION_PIPE_BYTES */
 	/* One back: the next READ gets it. */
 	pipe_put(&got[--n], 0);
-	ck_assert_int_eq(pipe_get(&got[n], SFTP_MAX_READ_LENGTH), PIPE_OK);
+	ck_assert_int_eq(pipe_get(&got[n], SFTP_MAX_READ_LENGTH, 0), PIPE_OK);
 	n++;
 	for (i = 0; i < n; i++)
 		pipe_put(&got[i], 0);
 	/* A spare that fits is lent, whatever its size. */
-	ck_assert_int_eq(pipe_get(&got[0], 32 * 1024), PIPE_OK);
+	ck_assert_int_eq(pipe_get(&got[0], 32 * 1024, 0), PIPE_OK);
 	ck_assert_int_ge(fcntl(got[0].wr, F_GETPIPE_SZ), 128 * (int)PAGE);
 	pipe_put(&got[0], 0);
 	/* Without spares, small READs get small pipes: more of them. */
 	pipes_release_spares();
 	for (i = 0; i < n + 1; i++) {
-		ck_assert_int_eq(pipe_get(&got[i], 32 * 1024), PIPE_OK);
+		ck_assert_int_eq(pipe_get(&got[i], 32 * 1024, 0), PIPE_OK);
 		ck_assert_int_eq(fcntl(got[i].wr, F_GETPIPE_SZ),
 		                 16 * (int)PAGE);
 	}
@@ -382,6 +410,7 @@ static Suite *pipes_suite(void)
 	tcase_add_test(tc, test_step_gives_back_past_a_shrunk_budget);
 	tcase_add_test(tc, test_step_at_the_limit_waits_for_its_own_or_copies);
 	tcase_add_test(tc, test_step_copies_a_few_at_a_time);
+	tcase_add_test(tc, test_step_copies_from_disk_rather_than_wait);
 	tcase_add_test(tc, test_step_copies_what_no_pipe_of_ours_could_hold);
 	tcase_add_test(tc, test_pagecache_counts_every_page_the_range_touches);
 	tcase_add_test(tc, test_pagecache_resident_on_a_real_file);
