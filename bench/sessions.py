@@ -32,6 +32,12 @@ Environment (sizes take K, M or G):
   SESSION_SIZE bytes per download session [256M]
   UPLOAD_SIZE  bytes per upload session [64M]
   SESSION_ROUNDS [2]  DEPTH [64]  RUN_AS [nobody, when root]
+  DISTINCT_SESSIONS  comma list of session counts run once more with
+               each session as a different user, on a file of its own
+               (as root only) [16]; none skips it
+  BENCH_USERS  comma list of the users for that [the first accounts in
+               the passwd database with uids 1 to 64999: daemon, bin,
+               sys, ... on Debian]; only files in BENCH_TMPDIR are theirs
   BENCH_OUT [bench/out]  BENCH_TMPDIR [/var/tmp]  STALL_TIMEOUT [60]
 """
 
@@ -73,6 +79,9 @@ class Cfg:
     out = os.path.abspath(env("BENCH_OUT", os.path.join(HERE, "out")))
     tmpdir = env("BENCH_TMPDIR", "/var/tmp")
     stall = int(env("STALL_TIMEOUT", "60"))
+    distinct = [int(n) for n in env("DISTINCT_SESSIONS", "16").split(",")
+                if n.isdigit()]
+    users = [u for u in env("BENCH_USERS", "").split(",") if u]
 
 
 def meminfo_available():
@@ -243,14 +252,40 @@ def new_pipe_probe():
         return None
 
 
-def one_run(w, direction, n, cmd):
-    """n sessions of one server at once; returns the measurements."""
+def user_prefix(pw):
+    return ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+            "--init-groups", "--inh-caps=-all"]
+
+
+def distinct_users(n):
+    """n accounts to run one session each, with their own pipe quotas."""
+    if Cfg.users:
+        pws = [pwd.getpwnam(u) for u in Cfg.users]
+    else:
+        pws = sorted((p for p in pwd.getpwall()
+                      if 0 < p.pw_uid < 65000), key=lambda p: p.pw_uid)
+    seen, out = set(), []
+    for p in pws:
+        if p.pw_uid not in seen:
+            seen.add(p.pw_uid)
+            out.append(p)
+    return out[:n] if len(out) >= n else None
+
+
+def one_run(w, direction, n, cmd, users=None):
+    """n sessions of one server at once; returns the measurements.  With
+    users, session i runs as users[i] on its own file, src.<uid>."""
     size = Cfg.size if direction == "download" else Cfg.upload_size
     loads = []
     for i in range(n):
         path = os.path.join(w, "src") if direction == "download" else \
             os.path.join(w, "up.%d" % i)
-        argv = as_user() + [Cfg.load, "-t", str(Cfg.stall), "-s", str(size),
+        prefix = as_user()
+        if users:
+            prefix = user_prefix(users[i])
+            if direction == "download":
+                path = os.path.join(w, "src.%d" % users[i].pw_uid)
+        argv = prefix + [Cfg.load, "-t", str(Cfg.stall), "-s", str(size),
                             "-b", str(BIG), "-q", str(Cfg.depth), direction,
                             path, "--"] + cmd
         # Each waits for a line on its stdin: the start of all at once.
@@ -355,6 +390,50 @@ def main():
         shutil.rmtree(w, ignore_errors=True)
 
 
+def distinct_runs(w, src, servers, results):
+    """The DISTINCT_SESSIONS counts, each session a different user on its
+    own copy of src (a read lease needs the owner): keys ("download
+    (users)", n).  Returns whether a run failed."""
+    failed = False
+    if os.getuid() != 0:
+        return False
+    for n in Cfg.distinct:
+        users = distinct_users(n)
+        if users is None:
+            log("  %d distinct users: too few accounts (BENCH_USERS)" % n)
+            continue
+        copies = []
+        if "download" in Cfg.directions:
+            for pw in users:
+                dst = os.path.join(w, "src.%d" % pw.pw_uid)
+                shutil.copyfile(src, dst)
+                os.chown(dst, pw.pw_uid, pw.pw_gid)
+                os.chmod(dst, 0o600)
+                with open(dst, "rb") as f:  # warm
+                    while f.read(4 * MiB):
+                        pass
+                copies.append(dst)
+        for direction in Cfg.directions:
+            key = (direction + " (users)", n)
+            results[key] = {"openssh": [], "ours": []}
+            for rnd in range(Cfg.rounds):
+                order = servers if rnd % 2 == 0 else servers[::-1]
+                for name, cmd in order:
+                    r = one_run(w, direction, n, cmd, users)
+                    if r["errors"]:
+                        failed = True
+                        log("  %s x%d users %s: FAILED: %s" % (
+                            direction, n, name, r["errors"][0]))
+                        continue
+                    results[key][name].append(r)
+                    log("  %-8s x%-3d %-8s %8.0f MiB/s  server CPU %6.2f s"
+                        "  (%d users)" % (direction, n, name, r["mib_s"],
+                                          r["server_cpu"], n))
+        for c in copies:
+            os.unlink(c)
+    return failed
+
+
 def bench(w):
     # Others may rebuild the server meanwhile: one copy throughout, where
     # the user can run it.
@@ -378,6 +457,7 @@ def bench(w):
     with open(src, "rb") as f:  # warm
         while f.read(4 * MiB):
             pass
+    os.chmod(w, 0o1777)  # every user's uploads land here
     soft = open("/proc/sys/fs/pipe-user-pages-soft").read().strip()
     log("sessions as %s (uid %d), fs.pipe-user-pages-soft %s" % (
         who, pwd.getpwnam(who).pw_uid, soft))
@@ -401,16 +481,19 @@ def bench(w):
                             direction, n, name, r["mib_s"], r["server_cpu"],
                             mib(r["rss"]), mib(r["pipes"], 2),
                             probe_text(r["probe"])))
+    failed = distinct_runs(w, src, servers, results) or failed
     head = ["## Concurrent sessions: %s" % time.strftime("%Y-%m-%d %H:%M"),
             "",
             "All sessions at once as user %s (fs.pipe-user-pages-soft %s), "
             "%d KiB READs and WRITEs, %d in flight; downloads %d MiB and "
             "uploads %d MiB per session, a warm file; medians of %d "
             "rounds. %d CPUs, Linux %s. Server CPU is the sum over the "
-            "sessions; RSS, pipes and ring are per session at its peak." % (
+            "sessions; RSS, pipes and ring are per session at its peak. "
+            "Rows marked (users): each session a different user, on a "
+            "file of its own (the user's new pipe is still %s's)." % (
                 who, soft, BIG // 1024, Cfg.depth, Cfg.size // MiB,
                 Cfg.upload_size // MiB, Cfg.rounds, os.cpu_count() or 0,
-                os.uname().release), ""]
+                os.uname().release, who), ""]
     text = "\n".join(head + table(results)) + "\n"
     print(text)
     with open(os.path.join(Cfg.out, "sessions.md"), "w") as f:
