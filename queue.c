@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coalesce.h"
 #include "handle.h"
@@ -468,6 +469,36 @@ int queue_output_pipe(size_t *len, int64_t *off)
 	}
 	*off = (int64_t)(head->io.offset + (head->io_done - head->pipe_left));
 	return head->io.fd;
+}
+
+int queue_output_copy_rest(void)
+{
+	struct request *r = head;
+	uint64_t off;
+	uint8_t *p;
+	size_t got = 0, left;
+	ssize_t n;
+
+	if (r == NULL || !r->direct || r->pipe_left == 0)
+		return -EINVAL;
+	left = r->pipe_left;
+	off = r->io.offset + (r->io_done - left);
+	if (wbuf_reserve(&r->reply, left, &p) != BUF_OK)
+		return -ENOMEM;
+	while (got < left) {
+		n = pread(r->io.fd, p + got, left - got, (off_t)(off + got));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? -ENODATA : -errno;
+		got += (size_t)n;
+	}
+	/* The bytes are ours now: a plain reply from here on. */
+	r->reply.len += left;
+	r->pipe_left = 0;
+	r->direct = 0;
+	num_piped--;
+	return 0;
 }
 
 void queue_output_piped(size_t n)

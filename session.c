@@ -178,6 +178,13 @@ static void drop_output(void)
 	}
 }
 
+/* A file system that cannot splice from its files says so; the pool's
+ * splices fall back the same way (queue.c, request_io_done). */
+static int splice_refused(int err)
+{
+	return err == EINVAL || err == ENOSYS || err == EOPNOTSUPP;
+}
+
 /* Write what replies are ready; 1 if some remain (stdout is full).  Once
  * stdout's reader has gone, the requests already received are still
  * carried out (an upload's last writes land in the file), their replies
@@ -199,6 +206,14 @@ static int write_output(void)
 			rc = output_splice(fd, off, len, &moved);
 			if (rc == OUTPUT_MOVED)
 				queue_output_piped(moved);
+			else if (rc == OUTPUT_FAILED && off >= 0 &&
+			         splice_refused(errno)) {
+				rc = queue_output_copy_rest();
+				if (rc == 0)
+					continue;
+				errno = -rc;
+				rc = OUTPUT_FAILED;
+			}
 		} else {
 			if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
 				return 0;

@@ -29,8 +29,11 @@ Environment (sizes take K, M or G):
   SESSIONS     comma list of session counts [1,4,16,64]; compare.sh
                skips this with SESSIONS=none
   DIRECTIONS   [download,upload]
-  SESSION_SIZE bytes per download session [256M]
-  UPLOAD_SIZE  bytes per upload session [64M]
+  SESSION_SIZE bytes per download session [1G]: a run of 4 sessions at
+               10 GB/s must outlast their start-up
+  UPLOAD_SIZE  bytes per upload session [1 GiB / sessions, 64M at least]
+  DISTINCT_SIZE  bytes per download session with distinct users, each a
+               file of its own [4 GiB / sessions, 256M at least]
   SESSION_ROUNDS [2]  DEPTH [64]  RUN_AS [nobody, when root]
   DISTINCT_SESSIONS  comma list of session counts run once more with
                each session as a different user, on a file of its own
@@ -72,8 +75,9 @@ class Cfg:
     counts = [int(n) for n in env("SESSIONS", "1,4,16,64").split(",") if n]
     directions = [d for d in env("DIRECTIONS", "download,upload").split(",")
                   if d]
-    size = parse_size(env("SESSION_SIZE", "256M"))
-    upload_size = parse_size(env("UPLOAD_SIZE", "64M"))
+    size = parse_size(env("SESSION_SIZE", "1G"))
+    upload_size = parse_size(env("UPLOAD_SIZE", "0"))
+    distinct_size = parse_size(env("DISTINCT_SIZE", "0"))
     rounds = int(env("SESSION_ROUNDS", "2"))
     depth = int(env("DEPTH", "64"))
     out = os.path.abspath(env("BENCH_OUT", os.path.join(HERE, "out")))
@@ -272,10 +276,21 @@ def distinct_users(n):
     return out[:n] if len(out) >= n else None
 
 
+def run_size(direction, n, users=None):
+    """Bytes per session: enough in all that the run outlasts the
+    sessions' start, little enough that distinct users' own files fit in
+    memory."""
+    if direction == "upload":
+        return Cfg.upload_size or max(64 * MiB, GiB // n)
+    if users:
+        return Cfg.distinct_size or max(256 * MiB, 4 * GiB // n)
+    return Cfg.size
+
+
 def one_run(w, direction, n, cmd, users=None):
     """n sessions of one server at once; returns the measurements.  With
     users, session i runs as users[i] on its own file, src.<uid>."""
-    size = Cfg.size if direction == "download" else Cfg.upload_size
+    size = run_size(direction, n, users)
     loads = []
     for i in range(n):
         path = os.path.join(w, "src") if direction == "download" else \
@@ -406,7 +421,14 @@ def distinct_runs(w, src, servers, results):
         if "download" in Cfg.directions:
             for pw in users:
                 dst = os.path.join(w, "src.%d" % pw.pw_uid)
-                shutil.copyfile(src, dst)
+                with open(src, "rb") as fi, open(dst, "wb") as fo:
+                    left = run_size("download", n, users)
+                    while left > 0:
+                        buf = fi.read(min(left, 4 * MiB))
+                        if not buf:
+                            break
+                        fo.write(buf)
+                        left -= len(buf)
                 os.chown(dst, pw.pw_uid, pw.pw_gid)
                 os.chmod(dst, 0o600)
                 with open(dst, "rb") as f:  # warm
@@ -485,15 +507,19 @@ def bench(w):
     head = ["## Concurrent sessions: %s" % time.strftime("%Y-%m-%d %H:%M"),
             "",
             "All sessions at once as user %s (fs.pipe-user-pages-soft %s), "
-            "%d KiB READs and WRITEs, %d in flight; downloads %d MiB and "
-            "uploads %d MiB per session, a warm file; medians of %d "
-            "rounds. %d CPUs, Linux %s. Server CPU is the sum over the "
-            "sessions; RSS, pipes and ring are per session at its peak. "
-            "Rows marked (users): each session a different user, on a "
-            "file of its own (the user's new pipe is still %s's)." % (
+            "%d KiB READs and WRITEs, %d in flight; downloads %d MiB per "
+            "session of one warm file, uploads %s per session; medians "
+            "of %d rounds. %d CPUs, Linux %s. Server CPU is the sum over "
+            "the sessions; RSS, pipes and ring are per session at its "
+            "peak. Rows marked (users): each session a different user, on "
+            "a warm file of its own (%s per session; the user's new pipe "
+            "is still %s's)." % (
                 who, soft, BIG // 1024, Cfg.depth, Cfg.size // MiB,
-                Cfg.upload_size // MiB, Cfg.rounds, os.cpu_count() or 0,
-                os.uname().release, who), ""]
+                "%d MiB" % (Cfg.upload_size // MiB) if Cfg.upload_size
+                else "1 GiB in all (64 MiB at least)", Cfg.rounds,
+                os.cpu_count() or 0, os.uname().release,
+                "%d MiB" % (Cfg.distinct_size // MiB) if Cfg.distinct_size
+                else "4 GiB in all, 256 MiB at least", who), ""]
     text = "\n".join(head + table(results)) + "\n"
     print(text)
     with open(os.path.join(Cfg.out, "sessions.md"), "w") as f:

@@ -57,6 +57,11 @@ void queue_output_consumed(size_t n);
 int queue_output_pipe(size_t *len, int64_t *off);
 /* n bytes of the head reply's data went out. */
 void queue_output_piped(size_t n);
+/* The head reply's data was to be spliced from its file, which refused
+ * (a file system without splice): read the rest into the reply, which
+ * then goes out as copied data.  0, or -errno (the session cannot go on:
+ * its header is out). */
+int queue_output_copy_rest(void);
 size_t queue_output_bytes(void);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -38,8 +39,11 @@ static int in_open; /* no end of input yet: EAGAIN when all is read */
 
 static uint8_t out_buf[1 << 20];
 static size_t out_len;
-static size_t out_room; /* per write */
-static int out_fail;    /* errno for every write */
+static size_t out_room;     /* per write */
+static int out_fail;        /* errno for every write */
+static int file_fail;       /* splices from a file: errno (-1: end early) */
+static int file_fail_after; /* ... once this many more have worked */
+static int file_splices;    /* splices from a file asked for */
 static int64_t out_unread;
 
 static ssize_t fake_read(void *buf, size_t len)
@@ -110,6 +114,13 @@ static ssize_t fake_splice(int fd, int64_t off, size_t len)
 		len = out_room;
 	if (out_fail != 0)
 		return take(NULL, len);
+	file_splices += off >= 0;
+	if (off >= 0 && file_fail != 0 && file_fail_after-- <= 0) {
+		if (file_fail < 0)
+			return 0;
+		errno = file_fail;
+		return -1;
+	}
 	n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, (off_t)off);
 	ck_assert_int_gt(n, 0);
 	return take(buf, (size_t)n);
@@ -250,6 +261,9 @@ static void setup(void)
 	in_open = 0;
 	out_room = SIZE_MAX;
 	out_fail = 0;
+	file_fail = 0;
+	file_fail_after = 0;
+	file_splices = 0;
 	out_unread = 0;
 	handle_close_all();
 	queue_reset();
@@ -371,6 +385,156 @@ START_TEST(test_vanished_reader_requests_are_carried_out)
 }
 END_TEST
 
+static int have_cachestat(void)
+{
+	uint64_t range[2] = {0, 0}, stat[5];
+
+	return syscall(451, STDIN_FILENO, range, stat, 0) == 0 ||
+	       errno != ENOSYS;
+}
+
+/* A file of n bytes whose byte i is i * 7 % 251, in the page cache. */
+static void write_pattern(const char *name, size_t n)
+{
+	static uint8_t data[65536];
+	int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 7 % 251);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, n), (ssize_t)n);
+	close(fd);
+}
+
+/* INIT, then OPEN of name for reading, answered: the handle (the tests
+ * share one process, so handles are not numbered from 0).  The replies
+ * after it begin at *replies. */
+static uint32_t open_for_reading(const char *name, size_t *replies)
+{
+	struct session_wait w;
+	size_t at;
+
+	send_init();
+	send_open(1, name, SSH2_FXF_READ);
+	in_open = 1;
+	ck_assert_int_eq(run(&w), 0);
+	at = 4 + peek_u32(out_buf);
+	ck_assert_uint_eq(out_len, at + 4 + 1 + 4 + 4 + 4);
+	ck_assert_int_eq(out_buf[at + 4], SSH2_FXP_HANDLE);
+	ck_assert_uint_eq(peek_u32(out_buf + at + 9), 4);
+	*replies = out_len;
+	in_open = 0;
+	return peek_u32(out_buf + at + 13);
+}
+
+/* The splice pipes on (once: the tests share one process). */
+static void splicing_on(void)
+{
+	if (!pipes_splicing())
+		ck_assert_int_eq(pipes_init(8), 0);
+}
+
+/* The reply at out_buf[at]: a DATA of len bytes of write_pattern from
+ * off. */
+static void check_data(size_t at, uint32_t id, uint64_t off, uint32_t len)
+{
+	uint32_t i;
+
+	ck_assert_uint_ge(out_len, at + 13 + len);
+	ck_assert_uint_eq(peek_u32(out_buf + at), 9 + len);
+	ck_assert_int_eq(out_buf[at + 4], SSH2_FXP_DATA);
+	ck_assert_uint_eq(peek_u32(out_buf + at + 5), id);
+	ck_assert_uint_eq(peek_u32(out_buf + at + 9), len);
+	for (i = 0; i < len; i++)
+		ck_assert_int_eq(out_buf[at + 13 + i],
+		                 (uint8_t)((off + i) * 7 % 251));
+}
+
+/* Stdout takes a cached file's data straight from the file, 7000 bytes
+ * a write here. */
+START_TEST(test_direct_splice_reaches_stdout)
+{
+	struct session_wait w;
+	const char *fatal;
+	size_t first;
+
+	uint32_t h;
+
+	splicing_on();
+	write_pattern("d", 65536);
+	h = open_for_reading("d", &first);
+	send_read(2, h, 1000, 30000);
+	send_read(3, h, 40000, 30000); /* 25536 bytes to the end */
+	out_room = 7000;
+	ck_assert_int_eq(run(&w), 1);
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	check_data(first, 2, 1000, 30000);
+	check_data(first + 13 + 30000, 3, 40000, 25536);
+	ck_assert_uint_eq(out_len, first + 2 * 13 + 30000 + 25536);
+	/* 30000 / 7000 and 25536 / 7000, rounded up; none without
+	 * cachestat(2) (Linux 6.5), where the pool's pipes are used. */
+	ck_assert_int_eq(file_splices, have_cachestat() ? 5 + 4 : 0);
+}
+END_TEST
+
+/* A file system that cannot splice (EINVAL after the header and 14000
+ * bytes went out): the rest is read into the reply instead, whole and in
+ * order, and the session goes on. */
+START_TEST(test_direct_splice_refused_is_copied)
+{
+	struct session_wait w;
+	const char *fatal;
+	size_t first;
+
+	uint32_t h;
+
+	splicing_on();
+	write_pattern("d2", 65536);
+	h = open_for_reading("d2", &first);
+	out_room = 7000;
+	file_fail = EINVAL;
+	file_fail_after = 2;
+	send_read(2, h, 1000, 30000);
+	send_read(3, h, 40000, 30000);
+	ck_assert_int_eq(run(&w), 1);
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	check_data(first, 2, 1000, 30000);
+	check_data(first + 13 + 30000, 3, 40000, 25536);
+	ck_assert_uint_eq(out_len, first + 2 * 13 + 30000 + 25536);
+	/* Two worked, the third was refused; the second READ was copied
+	 * when its turn came (it had been set up as direct too). */
+	ck_assert_int_eq(file_splices, have_cachestat() ? 3 + 1 : 0);
+}
+END_TEST
+
+/* A file that ends before the length its reply header gave (which its
+ * read lease rules out): no byte is invented, the session ends with
+ * status 1 after the header. */
+START_TEST(test_direct_splice_short_file_ends_the_session)
+{
+	struct session_wait w;
+	const char *fatal = "x";
+	size_t first;
+
+	uint32_t h;
+
+	splicing_on();
+	write_pattern("e", 65536);
+	h = open_for_reading("e", &first);
+	file_fail = -1;
+	send_read(2, h, 0, 30000);
+	send_read(3, h, 30000, 100);
+	ck_assert_int_eq(run(&w), 1);
+	if (!have_cachestat())
+		return; /* spliced through a pipe: nothing ended early */
+	ck_assert_int_eq(session_exit_status(&fatal), 1);
+	/* The header of the first DATA, not a byte more. */
+	ck_assert_uint_eq(out_len, first + 13);
+	ck_assert_int_eq(out_buf[first + 4], SSH2_FXP_DATA);
+}
+END_TEST
+
 /* An OPEN for writing waits for the reader to take spliced pages: the
  * session asks to be woken ever more rarely while nothing moves, and the
  * reader leaving lets it and a WRITE run. */
@@ -431,6 +595,8 @@ int main(void)
 	int failed, rc;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* A lease broken by a later test's write would end the process. */
+	signal(SIGIO, SIG_IGN);
 	if (mkdtemp(dir) == NULL || chdir(dir) != 0) {
 		perror(dir);
 		return 1;
@@ -457,6 +623,9 @@ int main(void)
 	tcase_add_test(tc, test_failing_output_ends_the_session);
 	tcase_add_test(tc, test_vanished_reader_requests_are_carried_out);
 	tcase_add_test(tc, test_waiting_for_the_reader);
+	tcase_add_test(tc, test_direct_splice_reaches_stdout);
+	tcase_add_test(tc, test_direct_splice_refused_is_copied);
+	tcase_add_test(tc, test_direct_splice_short_file_ends_the_session);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* One process: the session's state lives across the tests. */
