@@ -327,16 +327,18 @@ static void read_direct(struct request *req, int64_t n)
  * again: it may have been broken since the READ was parsed. */
 static int take_pipe(struct request *req)
 {
+	uint64_t size;
 	int64_t cached;
 
 	req->io_prepare = NULL;
-	if (!lease_for_splice(req->io.fd)) {
+	if (!lease_held_size(req->io.fd, &size)) {
 		if (!read_without_splice(req))
 			fatal_exit(255, "process_read: no memory for %zu bytes",
 			           req->io.len);
 		return IO_PREPARE_SUBMIT;
 	}
-	cached = pagecache_resident(req->io.fd, req->io.offset, req->io.len);
+	cached =
+	    pagecache_resident(req->io.fd, size, req->io.offset, req->io.len);
 	if (cached >= 0 && !srv.opt.no_direct_splice) {
 		read_direct(req, cached);
 		return IO_PREPARE_DONE;

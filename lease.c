@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@ struct lease {
 	enum lease_state state;
 	dev_t dev;
 	ino_t ino;
+	uint64_t size; /* while HELD: nobody can change it */
 };
 
 static struct lease *leases;
@@ -76,13 +78,29 @@ int lease_for_splice(int fd)
 		return 0;
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
+	/* The size once the lease is held: a writer that came and went
+	 * before it could have changed the size fstat saw. */
 	if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
-		l->state = LEASE_HELD;
-		return 1;
+		if (fstat(fd, &st) == 0) {
+			l->size = (uint64_t)st.st_size;
+			l->state = LEASE_HELD;
+			return 1;
+		}
+		(void)fcntl(fd, F_SETLEASE, F_UNLCK);
 	}
 	debug3("no read lease on fd %d (%s): READs copy", fd, strerror(errno));
 	l->state = LEASE_REFUSED;
 	return 0;
+}
+
+int lease_held_size(int fd, uint64_t *size)
+{
+	struct lease *l = find(fd);
+
+	if (l == NULL || l->state != LEASE_HELD)
+		return 0;
+	*size = l->size;
+	return 1;
 }
 
 int lease_close(int fd)

@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -58,16 +57,13 @@ int pagecache_holds(int fd, uint64_t off, uint64_t len)
 	return pagecache_all_cached(off, len, cs.nr_cache, (unsigned long)page);
 }
 
-int64_t pagecache_resident(int fd, uint64_t off, size_t len)
+int64_t pagecache_resident(int fd, uint64_t size, uint64_t off, size_t len)
 {
-	struct stat st;
 	uint64_t n;
 
 	if (unavailable)
 		return PAGECACHE_UNKNOWN;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
-		return PAGECACHE_UNKNOWN;
-	n = (uint64_t)st.st_size > off ? (uint64_t)st.st_size - off : 0;
+	n = size > off ? size - off : 0;
 	if (n > len)
 		n = len;
 	if (n == 0)

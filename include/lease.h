@@ -18,11 +18,15 @@
 #ifndef LEASE_H
 #define LEASE_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /* May READs on this descriptor (a regular file opened read-only) splice?
  * Takes a lease the first time; 0: copy. */
 int lease_for_splice(int fd);
+/* Is the lease lease_for_splice took on fd still held (not broken)?  Then
+ * *size is the file's size, which nobody can change while it is. */
+int lease_held_size(int fd, uint64_t *size);
 /* Close fd (a handle's), or keep it while it holds a lease: 0, or -1
  * with errno as close(2). */
 int lease_close(int fd);

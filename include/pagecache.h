@@ -14,13 +14,13 @@
  * 1; some are not: 0; that cannot be told (no cachestat): -1. */
 int pagecache_holds(int fd, uint64_t off, uint64_t len);
 
-/* The bytes of [off, off + len) that fd (a regular file) holds, clipped
- * at its size (0 at or past the end), when every page of them is in the
- * page cache; PAGECACHE_MISS when some are not; PAGECACHE_UNKNOWN when
- * that cannot be told. */
+/* The bytes of [off, off + len) that fd, a regular file of size bytes,
+ * holds (0 at or past the end), when every page of them is in the page
+ * cache; PAGECACHE_MISS when some are not; PAGECACHE_UNKNOWN when that
+ * cannot be told. */
 #define PAGECACHE_MISS (-1)
 #define PAGECACHE_UNKNOWN (-2)
-int64_t pagecache_resident(int fd, uint64_t off, size_t len);
+int64_t pagecache_resident(int fd, uint64_t size, uint64_t off, size_t len);
 
 /* The decision, pure (tests/check_pipes.c): are all pages of n bytes at
  * off cached, when the kernel counted cached of them? */

@@ -106,6 +106,7 @@ static void no_leases(int fd)
 
 START_TEST(test_truncation_waits_for_the_pages)
 {
+	uint64_t size = 0;
 	int fd;
 	pid_t pid;
 
@@ -119,6 +120,8 @@ START_TEST(test_truncation_waits_for_the_pages)
 		return;
 	}
 	ck_assert_int_eq(lease_for_splice(fd), 1); /* held, not taken again */
+	ck_assert_int_eq(lease_held_size(fd, &size), 1);
+	ck_assert_uint_eq(size, 8);
 	in_transit = 1;
 	pid = truncate_in_child("f");
 	wait_for_break();
@@ -126,6 +129,7 @@ START_TEST(test_truncation_waits_for_the_pages)
 	 * and READs of the handle copy from now on. */
 	lease_poll(busy);
 	ck_assert_int_eq(lease_for_splice(fd), 0);
+	ck_assert_int_eq(lease_held_size(fd, &size), 0);
 	usleep(100000);
 	ck_assert_int_eq(child_done(pid), 0);
 	ck_assert_int_eq(size_of("f"), 8);

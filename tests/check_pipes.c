@@ -305,19 +305,19 @@ START_TEST(test_pagecache_resident_on_a_real_file)
 	ck_assert_int_eq(write(fd, data, sizeof(data)), sizeof(data));
 	works = syscall(451, fd, range, stat, 0) == 0;
 	if (!works) {
-		ck_assert_int_eq(pagecache_resident(fd, 0, 4096),
+		ck_assert_int_eq(pagecache_resident(fd, 65536, 0, 4096),
 		                 PAGECACHE_UNKNOWN);
 		ck_assert_int_eq(pagecache_holds(fd, 0, 4096), -1);
 		close(fd);
 		return;
 	}
-	ck_assert_int_eq(pagecache_resident(fd, 0, 65536), 65536);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 0, 65536), 65536);
 	ck_assert_int_eq(pagecache_holds(fd, 0, 65536), 1);
 	ck_assert_int_eq(pagecache_holds(fd, 0, 65537), 0); /* past the end */
-	ck_assert_int_eq(pagecache_resident(fd, 1000, 4096), 4096);
-	ck_assert_int_eq(pagecache_resident(fd, 60000, 261120), 5536);
-	ck_assert_int_eq(pagecache_resident(fd, 65536, 4096), 0);
-	ck_assert_int_eq(pagecache_resident(fd, 1 << 30, 4096), 0);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 1000, 4096), 4096);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 60000, 261120), 5536);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 65536, 4096), 0);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 1 << 30, 4096), 0);
 	/* Written back, then dropped: nothing of it is cached (tmpfs pages
 	 * cannot be dropped: there the file stays cached). */
 	ck_assert_int_eq(fstatfs(fd, &fs), 0);
@@ -327,13 +327,15 @@ START_TEST(test_pagecache_resident_on_a_real_file)
 	}
 	ck_assert_int_eq(fsync(fd), 0);
 	ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	ck_assert_int_eq(pagecache_resident(fd, 0, 65536), PAGECACHE_MISS);
-	ck_assert_int_eq(pagecache_resident(fd, 8192, 100), PAGECACHE_MISS);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 0, 65536),
+	                 PAGECACHE_MISS);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 8192, 100),
+	                 PAGECACHE_MISS);
 	ck_assert_int_eq(pagecache_holds(fd, 0, 4096), 0);
 	/* Read again: cached again. */
 	ck_assert_int_eq(pread(fd, data, 8192, 0), 8192);
 	ck_assert_int_eq(pagecache_holds(fd, 0, 8192), 1);
-	ck_assert_int_eq(pagecache_resident(fd, 100, 8000), 8000);
+	ck_assert_int_eq(pagecache_resident(fd, 65536, 100, 8000), 8000);
 	close(fd);
 }
 END_TEST
