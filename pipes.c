@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "monotonic.h"
 #include "pipe-quota.h"
 #include "pipes.h"
 #include "sftp.h"
@@ -64,14 +65,6 @@ static unsigned long stdio_size[2];  /* stdin's, stdout's size if grown */
 static unsigned long held_pages;     /* pool pipes made, lent or spare */
 static int64_t limit_until;          /* at the user's limit until then */
 static int64_t counted_at;           /* sessions last counted then */
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* --- The decisions (pure) ------------------------------------------------ */
 
@@ -193,7 +186,7 @@ static void read_limits(void)
 	if (ps > 0)
 		page_size = (unsigned long)ps;
 	pipe_quota_read(&limits, page_size);
-	update_budget(now_ns());
+	update_budget(monotonic_ns());
 	debug("pipe budget %lu pages (user quota %lu soft, %lu hard%s)",
 	      session_budget, limits.soft_pages, limits.hard_pages,
 	      limits.exempt ? ", exempt" : "");
@@ -226,7 +219,7 @@ static void at_limit(const char *what)
 		verbose("user's pipe quota nearly used up (%s): READ data "
 		        "waits for the pipes held, or is copied",
 		        what);
-	limit_until = now_ns() + LIMIT_RETRY_NS;
+	limit_until = monotonic_ns() + LIMIT_RETRY_NS;
 }
 
 void pipes_tune_stdio(int fd)
@@ -392,7 +385,7 @@ int pipe_get(struct pipe_pair *p, size_t len, int from_disk)
 	                            .read_len = len,
 	                            .from_disk = from_disk};
 	unsigned long need = pipe_slots_for(len, page_size);
-	int64_t now = now_ns();
+	int64_t now = monotonic_ns();
 	unsigned i;
 
 	if (max_pipes == 0) {
@@ -432,7 +425,7 @@ int pipe_get(struct pipe_pair *p, size_t len, int from_disk)
 				num_busy++;
 				return PIPE_OK;
 			}
-			now = now_ns(); /* at the limit now */
+			now = monotonic_ns(); /* at the limit now */
 			continue;
 		case PIPE_STEP_DROP_SPARE:
 			/* The oldest (none fits, or too many are held). */
@@ -464,7 +457,7 @@ void pipe_put(struct pipe_pair *p, size_t bytes_left)
 	if (bytes_left == 0 && num_spare < max_pipes &&
 	    held_pages + stdio_pages <= session_budget) {
 		spare[num_spare].p = *p;
-		spare[num_spare++].since = now_ns();
+		spare[num_spare++].since = monotonic_ns();
 		return;
 	}
 	pipe_close(p);

@@ -36,6 +36,7 @@
 #include "input.h"
 #include "lease.h"
 #include "log.h"
+#include "monotonic.h"
 #include "options.h"
 #include "output.h"
 #include "pipes.h"
@@ -204,14 +205,6 @@ static void setup_lease_signal(void)
 	sigdelset(&sleep_mask, SIGIO);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
-
 /* Sleep until what session_plan() asks for, and tell session_wake() what
  * happened. */
 static void wait_for_events(void)
@@ -222,7 +215,7 @@ static void wait_for_events(void)
 	struct timespec pause, *timeout = NULL;
 	int nfds = 0, rc, i;
 
-	session_plan(&w, now_ns());
+	session_plan(&w, monotonic_ns());
 	if (w.input)
 		pfd[nfds++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
 	/* Without POLLOUT, poll still reports POLLERR and POLLHUP: the
@@ -253,7 +246,7 @@ static void wait_for_events(void)
 		if (pfd[i].revents & (POLLERR | POLLHUP | POLLNVAL))
 			ev.output_error = 1;
 	}
-	session_wake(&ev, now_ns());
+	session_wake(&ev, monotonic_ns());
 }
 
 static void serve(void)

@@ -41,7 +41,8 @@ fi
 # resolve that path beneath the confinement directory.
 SRC=${top_srcdir:-$TESTS_DIR/..}
 io_files=(backend.c backend-uring.c backend-plain.c readahead.c pipes.c
-	coalesce.c queue.c input.c frame.c outpace.c output.c session.c lease.c)
+	coalesce.c queue.c input.c frame.c outpace.c output.c session.c lease.c
+	pagecache.c)
 by_path='\b(open|openat|openat2|opendir|creat|stat|lstat|statx|truncate|'
 by_path+='statvfs|chmod|chown|lchown|utimensat|utimes|rename|renameat2?|'
 by_path+='link|linkat|unlink|unlinkat|mkdir|mkdirat|symlink|readlink|'
