@@ -309,6 +309,11 @@ static int has_prefix(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* The argument vector fix_arguments made: for the life of the process,
+ * held here so that LeakSanitizer, run when a -jobs worker exits after
+ * libFuzzer's own copy of the pointer is gone, sees it is still in use. */
+static char **fixed_args;
+
 /* Make the paths libFuzzer will use absolute (we chdir away) and note the
  * directories it writes to. */
 static void fix_arguments(int *argc, char ***argv)
@@ -357,7 +362,7 @@ static void fix_arguments(int *argc, char ***argv)
 		bug("out of memory");
 	args[n] = NULL;
 	*argc = n;
-	*argv = args;
+	*argv = fixed_args = args;
 }
 
 /* ------------------------------------------------------------------ */
