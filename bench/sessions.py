@@ -405,6 +405,42 @@ def main():
         shutil.rmtree(w, ignore_errors=True)
 
 
+def run_rounds(w, direction, n, servers, results, users=None):
+    """Cfg.rounds runs of n sessions of each server, the order rotated
+    each round, into results[(direction, n)] (direction + " (users)" with
+    users).  Returns whether a run failed."""
+    key = (direction + (" (users)" if users else ""), n)
+    results[key] = {"openssh": [], "ours": []}
+    failed = False
+    for rnd in range(Cfg.rounds):
+        order = servers if rnd % 2 == 0 else servers[::-1]
+        for name, cmd in order:
+            r = one_run(w, direction, n, cmd, users)
+            if r["errors"]:
+                failed = True
+                log("  %s x%d %s: FAILED: %s" % (
+                    key[0], n, name, r["errors"][0]))
+                continue
+            results[key][name].append(r)
+            log("  %-16s x%-3d %-8s %8.0f MiB/s  server CPU %6.2f s"
+                "  RSS %5s MiB  pipes %5s MiB  new pipe %s" % (
+                    key[0], n, name, r["mib_s"], r["server_cpu"],
+                    mib(r["rss"]), mib(r["pipes"], 2),
+                    probe_text(r["probe"])))
+    return failed
+
+
+def copy_head(src, dst, size):
+    """The first size bytes of src into a new dst."""
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        while size > 0:
+            buf = fi.read(min(size, 4 * MiB))
+            if not buf:
+                break
+            fo.write(buf)
+            size -= len(buf)
+
+
 def distinct_runs(w, src, servers, results):
     """The DISTINCT_SESSIONS counts, each session a different user on its
     own copy of src (a read lease needs the owner): keys ("download
@@ -421,14 +457,7 @@ def distinct_runs(w, src, servers, results):
         if "download" in Cfg.directions:
             for pw in users:
                 dst = os.path.join(w, "src.%d" % pw.pw_uid)
-                with open(src, "rb") as fi, open(dst, "wb") as fo:
-                    left = run_size("download", n, users)
-                    while left > 0:
-                        buf = fi.read(min(left, 4 * MiB))
-                        if not buf:
-                            break
-                        fo.write(buf)
-                        left -= len(buf)
+                copy_head(src, dst, run_size("download", n, users))
                 os.chown(dst, pw.pw_uid, pw.pw_gid)
                 os.chmod(dst, 0o600)
                 with open(dst, "rb") as f:  # warm
@@ -436,21 +465,8 @@ def distinct_runs(w, src, servers, results):
                         pass
                 copies.append(dst)
         for direction in Cfg.directions:
-            key = (direction + " (users)", n)
-            results[key] = {"openssh": [], "ours": []}
-            for rnd in range(Cfg.rounds):
-                order = servers if rnd % 2 == 0 else servers[::-1]
-                for name, cmd in order:
-                    r = one_run(w, direction, n, cmd, users)
-                    if r["errors"]:
-                        failed = True
-                        log("  %s x%d users %s: FAILED: %s" % (
-                            direction, n, name, r["errors"][0]))
-                        continue
-                    results[key][name].append(r)
-                    log("  %-8s x%-3d %-8s %8.0f MiB/s  server CPU %6.2f s"
-                        "  (%d users)" % (direction, n, name, r["mib_s"],
-                                          r["server_cpu"], n))
+            failed = run_rounds(w, direction, n, servers, results,
+                                users) or failed
         for c in copies:
             os.unlink(c)
     return failed
@@ -486,23 +502,7 @@ def bench(w):
     results, failed = {}, False
     for direction in Cfg.directions:
         for n in Cfg.counts:
-            key = (direction, n)
-            results[key] = {"openssh": [], "ours": []}
-            for rnd in range(Cfg.rounds):
-                order = servers if rnd % 2 == 0 else servers[::-1]
-                for name, cmd in order:
-                    r = one_run(w, direction, n, cmd)
-                    if r["errors"]:
-                        failed = True
-                        log("  %s x%d %s: FAILED: %s" % (
-                            direction, n, name, r["errors"][0]))
-                        continue
-                    results[key][name].append(r)
-                    log("  %-8s x%-3d %-8s %8.0f MiB/s  server CPU %6.2f s"
-                        "  RSS %5s MiB  pipes %5s MiB  new pipe %s" % (
-                            direction, n, name, r["mib_s"], r["server_cpu"],
-                            mib(r["rss"]), mib(r["pipes"], 2),
-                            probe_text(r["probe"])))
+            failed = run_rounds(w, direction, n, servers, results) or failed
     failed = distinct_runs(w, src, servers, results) or failed
     head = ["## Concurrent sessions: %s" % time.strftime("%Y-%m-%d %H:%M"),
             "",

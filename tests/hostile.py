@@ -1287,6 +1287,18 @@ else:
 """
 
 
+def truncator_waits(t, path):
+    """Until process t is done, or waits for the server to let go of its
+    lease on path: either way, what it does happens before the replies
+    are read (or not at all until then).  Whether it waits."""
+    deadline = time.monotonic() + 20
+    while t.poll() is None and not lease_breaking(path):
+        require(time.monotonic() < deadline,
+                "the truncating process neither ends nor waits")
+        time.sleep(0.01)
+    return t.poll() is None
+
+
 def truncate_behind(c, path, writer_fd=None, close=False):
     """A 64 KiB file of A; READ(0, 65536) (and CLOSE with close) sent, the
     reply in the server's stdout and not read; another process truncates
@@ -1308,15 +1320,7 @@ def truncate_behind(c, path, writer_fd=None, close=False):
         fds = (writer_fd,)
     t = subprocess.Popen(argv, pass_fds=fds)
     try:
-        # Until it is done, or waits for the server to let go of its
-        # lease: either way, what it does happens before the reply is
-        # read (or not at all until then).
-        deadline = time.monotonic() + 20
-        while t.poll() is None and not lease_breaking(path):
-            require(time.monotonic() < deadline,
-                    "the truncating process neither ends nor waits")
-            time.sleep(0.01)
-        waited = t.poll() is None
+        waited = truncator_waits(t, path)
         rep = c.expect(7)
         require(rep.type == FXP_DATA, "READ: %r" % rep)
         data = rep.data
@@ -1419,13 +1423,7 @@ def check_direct_vs_truncate():
             wait_unread(c, 32768)
             t = subprocess.Popen([sys.executable, "-c", TRUNCATOR, path])
             try:
-                deadline = time.monotonic() + 20
-                while t.poll() is None and not lease_breaking(path):
-                    require(time.monotonic() < deadline,
-                            "the truncating process neither ends nor "
-                            "waits")
-                    time.sleep(0.01)
-                waited = t.poll() is None
+                waited = truncator_waits(t, path)
                 require(waited or not leased or not splicing,
                         "the truncation did not wait for the replies the "
                         "server had accepted")
