@@ -44,13 +44,6 @@ static ssize_t plain_run(struct io_op *op)
 			                  (off_t)op->len, POSIX_FADV_WILLNEED);
 			n = errno ? -1 : 0;
 			break;
-		case IO_SPLICE_IN: {
-			loff_t off = (loff_t)op->offset;
-
-			n = splice(op->fd, &off, op->fd_out, NULL, op->len,
-			           SPLICE_F_MOVE);
-			break;
-		}
 		default:
 			errno = EINVAL;
 			n = -1;
@@ -98,11 +91,6 @@ static unsigned plain_in_flight(void)
 	return finished.count;
 }
 
-static int plain_can_splice(void)
-{
-	return 1;
-}
-
 static void plain_shutdown(void)
 {
 }
@@ -115,6 +103,5 @@ const struct io_backend plain_backend = {
     .completion_fd = plain_completion_fd,
     .reap = plain_reap,
     .in_flight = plain_in_flight,
-    .can_splice = plain_can_splice,
     .shutdown = plain_shutdown,
 };

@@ -13,7 +13,6 @@
 
 static struct io_uring ring;
 static int ring_ready;
-static int has_splice;
 static unsigned queued, in_flight, max_depth;
 static unsigned hints; /* of those, read-ahead hints */
 /* Writes done at submit time, waiting to be reaped. */
@@ -21,7 +20,7 @@ static struct io_done_list written;
 
 /* Every opcode the ring runs must be there (kernels before 5.6 lack
  * IORING_OP_READ and FADVISE); writes and copy_file_range never reach the
- * ring (uring_submit does them inline), and SPLICE is optional. */
+ * ring (uring_submit does them inline). */
 static int probe_opcodes(void)
 {
 	static const int needed[] = {IORING_OP_READ, IORING_OP_FSYNC,
@@ -35,8 +34,6 @@ static int probe_opcodes(void)
 	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 		if (!io_uring_opcode_supported(probe, needed[i]))
 			rc = -ENOSYS;
-	/* Optional: without it READ replies are copied. */
-	has_splice = io_uring_opcode_supported(probe, IORING_OP_SPLICE);
 	io_uring_free_probe(probe);
 	return rc;
 }
@@ -85,8 +82,6 @@ static int uring_submit(struct io_op *op)
 	case IO_READ:
 		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,
 		                   op->offset);
-		if (op->from_disk)
-			sqe->flags |= IOSQE_ASYNC;
 		break;
 	case IO_WRITE:
 	case IO_WRITEV:
@@ -99,11 +94,6 @@ static int uring_submit(struct io_op *op)
 		/* In a worker thread: it can block on reading metadata. */
 		io_uring_prep_fadvise(sqe, op->fd, op->offset, (off_t)op->len,
 		                      POSIX_FADV_WILLNEED);
-		break;
-	case IO_SPLICE_IN:
-		io_uring_prep_splice(sqe, op->fd, (int64_t)op->offset,
-		                     op->fd_out, -1, (unsigned)op->len,
-		                     SPLICE_F_MOVE);
 		break;
 	}
 	io_uring_sqe_set_data(sqe, op);
@@ -170,11 +160,6 @@ static unsigned uring_in_flight(void)
 	return in_flight + queued + written.count;
 }
 
-static int uring_can_splice(void)
-{
-	return has_splice;
-}
-
 static void uring_shutdown(void)
 {
 	if (ring_ready)
@@ -190,6 +175,5 @@ const struct io_backend uring_backend = {
     .completion_fd = uring_completion_fd,
     .reap = uring_reap,
     .in_flight = uring_in_flight,
-    .can_splice = uring_can_splice,
     .shutdown = uring_shutdown,
 };

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "handle.h"
-#include "lease.h"
 #include "log.h"
 #include "xferlog.h"
 
@@ -149,7 +148,7 @@ int handle_close(int idx)
 		return -1;
 	}
 	if (h->kind == HANDLE_FILE)
-		rc = lease_close(h->fd); /* kept while its pages are spliced */
+		rc = close(h->fd);
 	else if (h->dirp != NULL)
 		rc = closedir(h->dirp);
 	free(h->name);

@@ -1,8 +1,8 @@
 /* Requests on open handles: OPEN, CLOSE, READ, WRITE, FSTAT, FSETSTAT,
  * OPENDIR, READDIR.  READ and WRITE parse, find where OpenSSH's lseek would
  * leave the file (handle_seek) and set up req->io (setup_io); a READ also
- * writes its DATA header, asks for read-ahead and, under a read lease,
- * takes the splice path (take_pipe, read_without_splice).  The queue runs
+ * asks for read-ahead and takes a piece of READ memory right before its
+ * read is submitted (take_read_mem, readmem.h).  The queue runs
  * the I/O through the back end (writes inline, perhaps merged by
  * coalesce.c) and calls io_finish (read_finish, write_finish) for the
  * reply.  The others here act and answer at once. */
@@ -22,12 +22,10 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
-#include "lease.h"
 #include "log.h"
 #include "parse.h"
-#include "pagecache.h"
-#include "pipes.h"
 #include "readahead.h"
+#include "readmem.h"
 #include "reply.h"
 #include "server.h"
 #include "sftp.h"
@@ -37,8 +35,6 @@
 #define READDIR_BATCH 100
 /* DATA reply header: length, type, id, data length. */
 #define DATA_HEADER_LEN 13
-/* READs at least this long are spliced; shorter ones are cheaper to copy. */
-#define SPLICE_MIN_LEN (16 * 1024)
 
 static int flags_from_portable(uint32_t pflags)
 {
@@ -115,23 +111,17 @@ static DIR *opendir_by_name(const char *path)
 /* Opening a FIFO waits for its other end, which would stop the whole
  * server (OpenSSH's waits too): a FIFO is opened without waiting, so
  * reading alone opens at once and writing alone fails (ENXIO) while
- * nobody reads.  Spare splice pipes hold descriptors: give them up before
- * telling the client it has too many files open. */
+ * nobody reads. */
 int open_file(const char *name, int *flags, int mode)
 {
 	struct stat st;
-	int fd, rc;
+	int rc;
 
 	/* A confined name has no final link left to follow (see Races). */
 	rc = confine_active() ? confine_lstat(name, &st) : stat(name, &st);
 	if (rc == 0 && S_ISFIFO(st.st_mode))
 		*flags |= O_NONBLOCK;
-	fd = open_by_name(name, *flags, mode);
-	if (fd == -1 && errno == EMFILE) {
-		pipes_release_spares();
-		fd = open_by_name(name, *flags, mode);
-	}
-	return fd;
+	return open_by_name(name, *flags, mode);
 }
 
 /* A FIFO, socket or character device may make a read or a write wait
@@ -152,17 +142,6 @@ static int set_blocking_mode(struct handle *h)
 		return -1;
 	h->flags = want;
 	return 0;
-}
-
-static DIR *open_dir(const char *path)
-{
-	DIR *dirp = opendir_by_name(path);
-
-	if (dirp == NULL && errno == EMFILE) {
-		pipes_release_spares();
-		dirp = opendir_by_name(path);
-	}
-	return dirp;
 }
 
 int process_open(struct request *req)
@@ -253,111 +232,54 @@ static const char *io_step(int handle, ssize_t err, const char *verb)
 	return err == -EINVAL && h != NULL && h->is_regular ? "seek" : verb;
 }
 
+/* The reply is built where the bytes were read: the DATA header goes in
+ * front of them, in the same piece of READ memory, so header and data
+ * leave in one write. */
 static void read_finish(struct request *req)
 {
 	struct handle *h = handle_get(req->handle, HANDLE_FILE);
 	ssize_t last = req->io.result;
 	size_t n = req->io_done;
+	uint8_t *p = req->read_mem;
 
-	if (n == 0 && req->has_pipe) {
-		pipe_put(&req->pipe, 0);
-		req->has_pipe = 0;
-	}
-	if (n == 0 && last < 0) {
-		error("process_read: %s \"%.100s\": %s",
-		      io_step(req->handle, last, "read"),
-		      handle_name(req->handle), strerror((int)-last));
-		send_status(req, errno_to_status((int)-last));
-		return;
-	}
 	if (n == 0) {
-		debug("read eof");
-		send_status(req, SSH2_FX_EOF);
+		request_give_read_mem(req);
+		if (last < 0) {
+			error("process_read: %s \"%.100s\": %s",
+			      io_step(req->handle, last, "read"),
+			      handle_name(req->handle), strerror((int)-last));
+			send_status(req, errno_to_status((int)-last));
+		} else {
+			debug("read eof");
+			send_status(req, SSH2_FX_EOF);
+		}
 		return;
 	}
-	/* The header was written before the read; now the length is exact:
-	 * the bytes are in our buffer, or in our pipe as pages of a file
-	 * nobody can truncate or rewrite while we hold its read lease. */
-	poke_u32(req->reply.data, (uint32_t)(DATA_HEADER_LEN - 4 + n));
-	poke_u32(req->reply.data + 9, (uint32_t)n);
-	if (req->has_pipe || req->direct) {
-		req->reply.len = DATA_HEADER_LEN;
-		req->pipe_left = n;
-	} else {
-		req->reply.len = DATA_HEADER_LEN + n;
-	}
+	poke_u32(p, (uint32_t)(DATA_HEADER_LEN - 4 + n));
+	p[4] = SSH2_FXP_DATA;
+	poke_u32(p + 5, req->id);
+	poke_u32(p + 9, (uint32_t)n);
+	req->read_reply_len = DATA_HEADER_LEN + n;
 	if (h != NULL)
 		h->bytes_read += n;
 	debug("request %u: sent data len %d", req->id, (int)n);
 }
 
-/* A file system that cannot splice, or no pipe to be had: read into the
- * reply buffer instead. */
-static int read_without_splice(struct request *req)
+/* Right before the read is submitted (so that READ memory goes only to
+ * READs about to run, in arrival order): a piece for the header and the
+ * bytes, or wait until earlier replies have gone out and given theirs
+ * back.  The wait always ends: the pieces are held by requests ahead of
+ * this one, whose replies leave first. */
+static int take_read_mem(struct request *req)
 {
-	uint8_t *p;
+	uint8_t *p =
+	    readmem_take(DATA_HEADER_LEN + req->io.len, &req->read_mem_slot);
 
-	if (req->has_pipe)
-		pipe_put(&req->pipe, 0);
-	req->has_pipe = 0;
-	req->io_fallback = NULL;
-	if (wbuf_reserve(&req->reply, req->io.len, &p) != BUF_OK)
-		return 0;
-	req->io.opcode = IO_READ;
-	req->io.buf = p;
-	return 1;
-}
-
-/* Stdout will take the data straight from the file when the READ's turn
- * comes: no pipe, no copy.  Only for bytes all in the page cache (else
- * the loop would wait on the disk there); the length is exact now, since
- * no one can truncate or extend the file while we hold its lease. */
-static void read_direct(struct request *req, int64_t n)
-{
-	req->direct = 1;
-	req->io_done = (size_t)n;
-	req->io.result = n;
-}
-
-/* Right before the splice is submitted (so that pipes are lent only to
- * READs about to run): spliced from the file at output time when it is
- * all cached; else a pipe from the pool; or wait until one of the
- * session's pipes comes back; or a plain read when none will (or when the
- * disk must give the bytes: see pipe_next_step).  The lease is asked
- * again: it may have been broken since the READ was parsed. */
-static int take_pipe(struct request *req)
-{
-	uint64_t size;
-	int64_t cached;
-
-	req->io_prepare = NULL;
-	if (!lease_held_size(req->io.fd, &size)) {
-		if (!read_without_splice(req))
-			fatal_exit(255, "process_read: no memory for %zu bytes",
-			           req->io.len);
-		return IO_PREPARE_SUBMIT;
-	}
-	cached =
-	    pagecache_resident(req->io.fd, size, req->io.offset, req->io.len);
-	if (cached >= 0 && !srv.opt.no_direct_splice) {
-		read_direct(req, cached);
-		return IO_PREPARE_DONE;
-	}
-	switch (pipe_get(&req->pipe, req->io.len, cached == PAGECACHE_MISS)) {
-	case PIPE_OK:
-		req->has_pipe = 1;
-		req->io.fd_out = req->pipe.wr;
-		break;
-	case PIPE_WAIT:
-		req->io_prepare = take_pipe;
+	if (p == NULL)
 		return IO_PREPARE_WAIT;
-	default:
-		req->has_copy_slot = 1;
-		if (!read_without_splice(req))
-			fatal_exit(255, "process_read: no memory for %zu bytes",
-			           req->io.len);
-		req->io.from_disk = cached == PAGECACHE_MISS;
-	}
+	req->io_prepare = NULL;
+	req->read_mem = p;
+	req->io.buf = p + DATA_HEADER_LEN;
 	return IO_PREPARE_SUBMIT;
 }
 
@@ -394,7 +316,6 @@ int process_read(struct request *req)
 	struct handle *h;
 	uint64_t off, pos;
 	uint32_t len;
-	uint8_t *p;
 	int idx, err;
 
 	if (get_handle(req, "process_read", &idx) != 0 ||
@@ -417,32 +338,22 @@ int process_read(struct request *req)
 		send_status(req, errno_to_status(err));
 		return HANDLER_DONE;
 	}
-	/* DATA header now, the bytes straight after it (or in a pipe): no
-	 * copy later. */
-	reply_begin(req, SSH2_FXP_DATA);
-	if (wbuf_put_u32(&req->reply, len) != BUF_OK)
-		fatal_exit(255, "process_read: encode failed");
 	if (len == 0) {
+		reply_begin(req, SSH2_FXP_DATA);
+		if (wbuf_put_u32(&req->reply, 0) != BUF_OK)
+			fatal_exit(255, "process_read: encode failed");
 		reply_end(req);
 		debug("request %u: sent data len %d", req->id, 0);
 		return HANDLER_DONE;
 	}
 	if (h->is_regular)
 		readahead_on_read(h, pos, len);
+	/* The bytes are copied out of the file when the read runs, into
+	 * memory of ours (take_read_mem): a reply holds what the file held
+	 * then, whatever happens to the file afterwards. */
+	setup_io(req, h, idx, IO_READ, pos, NULL, len);
 	req->io_finish = read_finish;
-	/* Spliced only under a read lease (lease.h): else another process
-	 * could change the pages before they leave.  The pipe is taken right
-	 * before the splice is submitted (take_pipe). */
-	if (h->is_regular && len >= SPLICE_MIN_LEN && pipes_splicing() &&
-	    lease_for_splice(h->fd)) {
-		setup_io(req, h, idx, IO_SPLICE_IN, pos, NULL, len);
-		req->io_prepare = take_pipe;
-		req->io_fallback = read_without_splice;
-		return HANDLER_IO;
-	}
-	if (wbuf_reserve(&req->reply, len, &p) != BUF_OK)
-		fatal_exit(255, "process_read: no memory for %u bytes", len);
-	setup_io(req, h, idx, IO_READ, pos, p, len);
+	req->io_prepare = take_read_mem;
 	return HANDLER_IO;
 }
 
@@ -565,7 +476,7 @@ int process_opendir(struct request *req)
 		return rc;
 	debug3("request %u: opendir", req->id);
 	logit("opendir \"%s\"", path);
-	if ((dirp = open_dir(path)) == NULL) {
+	if ((dirp = opendir_by_name(path)) == NULL) {
 		send_errno(req);
 	} else if ((idx = handle_new(HANDLE_DIR, path, -1, dirp, 0)) == -1) {
 		closedir(dirp);

@@ -267,15 +267,6 @@ int request_is_io(const struct request *req)
 	return req->handler != NULL && req->handler->is_io;
 }
 
-int request_may_modify(const struct request *req)
-{
-	/* Extensions count as unknown before their handler has run (their
-	 * own rows say little about the files they touch); OPEN may
-	 * truncate. */
-	return req->type == SSH2_FXP_EXTENDED || req->handler == NULL ||
-	       req->handler->does_write || req->type == SSH2_FXP_OPEN;
-}
-
 /* VERSION has no request id; it carries our version and extensions. */
 static int process_init(struct request *req)
 {

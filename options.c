@@ -120,12 +120,6 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "  --write-merge=BYTES         merge contiguous WRITEs up to "
 	       "BYTES,\n"
 	       "                              0..%d (default %d, 0 = off)\n"
-	       "  --no-splice                 copy READ data instead of "
-	       "splicing it\n"
-	       "  --no-direct-splice          splice READ data through pipes "
-	       "of ours,\n"
-	       "                              never from a cached file "
-	       "to stdout\n"
 	       "  --confine[=DIR]             no access outside DIR "
 	       "(default: the\n"
 	       "                              start directory), by "
@@ -302,10 +296,9 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		}
 		break;
 	case OPT_NO_SPLICE:
-		o->no_splice = 1;
-		break;
 	case OPT_NO_DIRECT_SPLICE:
-		o->no_direct_splice = 1;
+		/* 0.1.0's: READ data is always copied now.  Accepted, so
+		 * that a command line written for it still starts. */
 		break;
 	case OPT_CONFINE:
 		if (arg != NULL && *arg == '\0') {

@@ -1,13 +1,12 @@
-/* stdout's one owner: see output.h.  The policies (when to pause, what is
- * still in transit) work on what the operation table reports, so a
- * harness with a fake stdout runs this very code. */
+/* stdout's one owner: see output.h.  The pacing policy works on what the
+ * operation table reports, so a harness with a fake stdout runs this very
+ * code. */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,21 +28,6 @@ static ssize_t stdout_writev(const struct iovec *iov, int cnt)
 	return writev(STDOUT_FILENO, iov, cnt);
 }
 
-/* splice(2) needs a pipe at one end: a file goes to a socket stdout
- * through sendfile(2), which moves the same page references. */
-static ssize_t stdout_splice(int fd, int64_t off, size_t len)
-{
-	loff_t pos = off;
-	off_t file_pos = (off_t)off;
-
-	if (off < 0)
-		return splice(fd, NULL, STDOUT_FILENO, NULL, len,
-		              SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (stdout_is_socket)
-		return sendfile(STDOUT_FILENO, fd, &file_pos, len);
-	return splice(fd, &pos, STDOUT_FILENO, NULL, len, SPLICE_F_NONBLOCK);
-}
-
 /* FIONREAD counts a pipe's contents from either end; SIOCOUTQ (TIOCOUTQ)
  * what a socket's peer has not read (in buffer memory, which errs on the
  * side of "not read yet"). */
@@ -62,7 +46,6 @@ static int64_t stdout_unread(void)
 
 const struct output_ops output_stdout_ops = {
     .writev = stdout_writev,
-    .splice = stdout_splice,
     .unread = stdout_unread,
 };
 
@@ -92,142 +75,22 @@ size_t output_stdout_setup(void)
 	return 0;
 }
 
-int output_stdout_takes_splices(void)
-{
-	return stdout_is_pipe || stdout_is_socket;
-}
-
-/* ------------------------------------------------------------------ */
-/* The ledger of spliced data in transit: by file and page range, those
- * are the file's pages until the reader has read up to end (a position
- * in all bytes written).  Ranges of one file that touch are kept as one;
- * more ranges than fit here count as "every file". */
-#define TRANSIT_MAX 32
-#define PAGE_MASK ((uint64_t)4095)
-
-struct transit {
-	dev_t dev;
-	ino_t ino;
-	uint64_t first, last; /* page-rounded: [first, last) */
-	uint64_t end;
-};
-
-static struct transit transit[TRANSIT_MAX];
-static unsigned num_transit;
-static int transit_overflow; /* a range was not recorded: assume all */
-
 void output_init(const struct output_ops *o, size_t pace_capacity)
 {
 	ops = o;
 	out_total = 0;
 	gone = 0;
-	num_transit = 0;
-	transit_overflow = 0;
 	pace = (struct outpace){.capacity = pace_capacity};
-}
-
-void output_spliced(dev_t dev, ino_t ino, uint64_t off, uint64_t len)
-{
-	uint64_t first = off & ~PAGE_MASK,
-	         last = (off + len + PAGE_MASK) & ~PAGE_MASK;
-	struct transit *t;
-	unsigned i;
-
-	if (gone)
-		return;
-	for (i = 0; i < num_transit; i++) {
-		t = &transit[i];
-		if (t->dev == dev && t->ino == ino && first <= t->last &&
-		    t->first <= last)
-			break;
-	}
-	if (i == num_transit) {
-		if (num_transit == TRANSIT_MAX) {
-			transit_overflow = 1;
-			return;
-		}
-		t = &transit[num_transit++];
-		t->dev = dev;
-		t->ino = ino;
-		t->first = first;
-		t->last = last;
-	}
-	if (first < t->first)
-		t->first = first;
-	if (last > t->last)
-		t->last = last;
-	t->end = out_total;
-}
-
-/* Unread bytes: what cannot be told counts as nothing read yet. */
-static uint64_t unread_now(void)
-{
-	int64_t n = ops->unread();
-
-	return n < 0 ? out_total : (uint64_t)n;
-}
-
-uint64_t output_read_by_reader(void)
-{
-	uint64_t unread = unread_now();
-
-	return unread < out_total ? out_total - unread : 0;
-}
-
-/* Forget what the reader has read by now. */
-static void transit_expire(void)
-{
-	uint64_t unread, consumed;
-	unsigned i = 0;
-
-	if (num_transit == 0 && !transit_overflow)
-		return;
-	unread = unread_now();
-	consumed = unread < out_total ? out_total - unread : 0;
-	if (unread == 0)
-		transit_overflow = 0;
-	while (i < num_transit) {
-		if (transit[i].end <= consumed)
-			transit[i] = transit[--num_transit];
-		else
-			i++;
-	}
 }
 
 void output_lost(void)
 {
-	/* Nobody will read what is in transit: it cannot be seen changing. */
 	gone = 1;
-	num_transit = 0;
-	transit_overflow = 0;
 }
 
 int output_gone(void)
 {
 	return gone;
-}
-
-int output_in_transit(void)
-{
-	transit_expire();
-	return num_transit > 0 || transit_overflow;
-}
-
-int output_range_in_transit(dev_t dev, ino_t ino, uint64_t start, uint64_t end)
-{
-	const struct transit *t;
-	unsigned i;
-
-	transit_expire();
-	if (transit_overflow)
-		return 1;
-	for (i = 0; i < num_transit; i++) {
-		t = &transit[i];
-		if (t->dev == dev && t->ino == ino && start < t->last &&
-		    t->first < end)
-			return 1;
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -266,25 +129,6 @@ int output_writev(const struct iovec *iov, int cnt, size_t *moved)
 	do {
 		n = ops->writev(iov, cnt);
 	} while (n == -1 && errno == EINTR);
-	return outcome(n, moved);
-}
-
-int output_splice(int fd, int64_t off, size_t len, size_t *moved)
-{
-	ssize_t n;
-
-	if (gone)
-		return OUTPUT_GONE;
-	do {
-		n = ops->splice(fd, off, len);
-	} while (n == -1 && errno == EINTR);
-	if (n == 0 && off >= 0) {
-		/* The file ended before the length its header gave: no byte
-		 * may be invented, so the session cannot go on. */
-		*moved = 0;
-		errno = ENODATA;
-		return OUTPUT_FAILED;
-	}
 	return outcome(n, moved);
 }
 

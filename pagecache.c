@@ -56,24 +56,3 @@ int pagecache_holds(int fd, uint64_t off, uint64_t len)
 	}
 	return pagecache_all_cached(off, len, cs.nr_cache, (unsigned long)page);
 }
-
-int64_t pagecache_resident(int fd, uint64_t size, uint64_t off, size_t len)
-{
-	uint64_t n;
-
-	if (unavailable)
-		return PAGECACHE_UNKNOWN;
-	n = size > off ? size - off : 0;
-	if (n > len)
-		n = len;
-	if (n == 0)
-		return 0;
-	switch (pagecache_holds(fd, off, n)) {
-	case 1:
-		return (int64_t)n;
-	case 0:
-		return PAGECACHE_MISS;
-	default:
-		return PAGECACHE_UNKNOWN;
-	}
-}

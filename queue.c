@@ -14,7 +14,6 @@
 #include "coalesce.h"
 #include "handle.h"
 #include "handlers.h"
-#include "lease.h"
 #include "log.h"
 #include "output.h"
 #include "queue.h"
@@ -26,8 +25,6 @@ static unsigned num_requests;      /* admitted, reply not fully written */
 static unsigned num_in_flight;     /* REQ_IN_FLIGHT */
 static size_t reply_bytes;         /* encoded, not yet written */
 static size_t head_sent;           /* bytes of head's reply written */
-static unsigned num_piped;         /* READ replies still in their pipes */
-static int waiting_for_reader;     /* blocked until stdout is read */
 /* Stepped requests (check-file) whose next step waits to be submitted. */
 static struct request *steps_head, *steps_tail;
 static int fatal_status;
@@ -41,8 +38,6 @@ void queue_init(const struct queue_limits *lim)
 /* Free a request the queue is done with. */
 static void queue_release(struct request *req)
 {
-	if (req->pipe_left > 0)
-		num_piped--;
 	request_free(req);
 	num_requests--;
 }
@@ -58,12 +53,10 @@ void queue_reset(void)
 	head = tail = next_start = NULL;
 	steps_head = steps_tail = NULL;
 	num_in_flight = 0;
-	num_piped = 0;
 	reply_bytes = 0;
 	head_sent = 0;
 	fatal_status = 0;
 	fatal_message[0] = '\0';
-	waiting_for_reader = 0;
 }
 
 int queue_has_room(void)
@@ -85,11 +78,6 @@ int queue_idle(void)
 int queue_fatal_status(void)
 {
 	return fatal_status;
-}
-
-int queue_waiting_for_reader(void)
-{
-	return waiting_for_reader;
 }
 
 const char *queue_fatal_message(void)
@@ -119,10 +107,11 @@ void queue_admit(struct request *req)
 
 static void request_done(struct request *req)
 {
+	size_t len;
+
 	req->state = REQ_DONE;
-	reply_bytes += req->reply.len + req->pipe_left;
-	if (req->pipe_left > 0)
-		num_piped++;
+	(void)request_reply(req, &len);
+	reply_bytes += len;
 }
 
 /* Could running a and b in either order change a result?  Two writes only
@@ -146,18 +135,17 @@ static int io_conflict(const struct request *a, const struct request *b)
 
 /* Rule 2 of DESIGN.md: requests on one file that could see each other run
  * in arrival order.  Members of the run the request will join do not
- * count: they end where it begins.  A spliced READ counts until its data
- * has left its pipe: the pipe holds the file's pages, not a copy.
- * Stepped requests run one at a time: each holds a buffer, and their work
- * (hashing) is CPU in this thread, which a second one would only share. */
+ * count: they end where it begins.  A READ's bytes are its own copy once
+ * read, so it counts only while in flight.  Stepped requests run one at a time:
+ * each holds a buffer, and their work (hashing) is CPU in this thread, which a
+ * second one would only share. */
 static int conflicts_with_in_flight(const struct request *req,
                                     const struct write_run *joining)
 {
 	const struct request *r;
 
 	for (r = head; r != next_start; r = r->next) {
-		if ((r->state == REQ_IN_FLIGHT || r->pipe_left > 0) &&
-		    io_conflict(r, req) &&
+		if (r->state == REQ_IN_FLIGHT && io_conflict(r, req) &&
 		    (joining == NULL || r->run != joining))
 			return 1;
 		if (r->state == REQ_IN_FLIGHT && r->io_step != NULL &&
@@ -194,22 +182,6 @@ static void stop_at(struct request *req)
 static void request_io_done(struct io_op *op);
 static void step_done(struct request *req);
 
-/* Spliced READ data handed to stdout is made of file pages until the
- * reader (sshd, or the client) has read it: nothing may change that file
- * meanwhile (a WRITE: the pages it writes; another request: any file).
- * The event loop looks again shortly (queue_waiting_for_reader). */
-static int reader_behind(const struct request *req)
-{
-	int behind = req->is_write
-	                 ? output_range_in_transit(req->dev, req->ino,
-	                                           req->start, req->end)
-	                 : output_in_transit();
-
-	if (behind)
-		waiting_for_reader = 1;
-	return behind;
-}
-
 /* Start next_start if the rules allow it: 1 started, 0 must wait.  While
  * it waits, merged writes are flushed: what it waits for may be in one. */
 static int start_one(struct request *req)
@@ -217,20 +189,12 @@ static int start_one(struct request *req)
 	struct write_run *joining;
 	int rc;
 
-	/* A barrier waits for everything before it; one that may change
-	 * file data also for spliced READ data still in pipes. */
-	if (!request_is_io(req) &&
-	    (num_in_flight > 0 || (request_may_modify(req) &&
-	                           (num_piped > 0 || reader_behind(req))))) {
+	/* A barrier waits for everything before it. */
+	if (!request_is_io(req) && num_in_flight > 0) {
 		coalesce_flush();
 		return 0;
 	}
 	if (req->state == REQ_WAITING) {
-		/* It may open for writing or truncate a file we hold a read
-		 * lease on: that would wait for us.  Nothing is in transit
-		 * now, so the leases can go. */
-		if (!request_is_io(req) && request_may_modify(req))
-			lease_release_all();
 		rc = request_start(req);
 		if (rc == HANDLER_PARSE_ERROR) {
 			stop_at(req);
@@ -244,8 +208,7 @@ static int start_one(struct request *req)
 		req->io.done = request_io_done;
 	}
 	joining = coalesce_run_for(req);
-	if (conflicts_with_in_flight(req, joining) ||
-	    (req->is_write && reader_behind(req))) {
+	if (conflicts_with_in_flight(req, joining)) {
 		coalesce_flush();
 		return 0;
 	}
@@ -254,17 +217,8 @@ static int start_one(struct request *req)
 		num_in_flight++;
 		return 1;
 	}
-	if (req->io_prepare != NULL) {
-		switch (req->io_prepare(req)) {
-		case IO_PREPARE_WAIT:
-			return 0;
-		case IO_PREPARE_DONE:
-			req->state = REQ_IN_FLIGHT;
-			num_in_flight++;
-			queue_io_finished(req);
-			return 1;
-		}
-	}
+	if (req->io_prepare != NULL && req->io_prepare(req) == IO_PREPARE_WAIT)
+		return 0;
 	rc = backend->submit(&req->io);
 	if (rc == -EBUSY) {
 		coalesce_flush();
@@ -310,7 +264,6 @@ int queue_steps_pending(void)
 
 void queue_dispatch(int more_input)
 {
-	waiting_for_reader = 0;
 	submit_steps();
 	while (next_start != NULL && start_one(next_start))
 		next_start = next_start->next;
@@ -336,7 +289,7 @@ static int resume_short_io(struct request *req, ssize_t n)
 	}
 	if (req->io.offset != IO_NO_OFFSET)
 		req->io.offset += (uint64_t)n;
-	if (req->io.buf != NULL) /* a splice has no buffer */
+	if (req->io.buf != NULL)
 		req->io.buf = (uint8_t *)req->io.buf + n;
 	req->io.len -= (size_t)n;
 	/* The slot this completion freed is ours, so this cannot be full;
@@ -388,43 +341,26 @@ static void request_io_done(struct io_op *op)
 		req->io_done += (size_t)n;
 	if (resume_short_io(req, n))
 		return;
-	if (n < 0 && req->io_done == 0 && req->io_fallback != NULL &&
-	    (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP) &&
-	    req->io_fallback(req) && backend->submit(&req->io) == 0)
-		return;
 	queue_io_finished(req);
 }
 
-int queue_file_spliced(dev_t dev, ino_t ino)
-{
-	const struct request *r;
-
-	for (r = head; r != NULL && r != next_start; r = r->next)
-		if ((r->has_pipe || r->direct) && r->dev == dev &&
-		    r->ino == ino &&
-		    (r->state == REQ_IN_FLIGHT || r->pipe_left > 0))
-			return 1;
-	return 0;
-}
-
-/* Replies ready to go, in order, as iovecs.  A reply whose data waits in
- * a pipe ends the list after its header: the pipe goes next. */
+/* Replies ready to go, in order, as iovecs. */
 int queue_output_iov(struct iovec *iov, int max)
 {
 	struct request *r;
-	size_t skip = head_sent;
+	const uint8_t *p;
+	size_t skip = head_sent, len;
 	int n = 0;
 
 	for (r = head; r != NULL && r->state == REQ_DONE && n < max;
 	     r = r->next) {
-		if (r->reply.len > skip) {
-			iov[n].iov_base = r->reply.data + skip;
-			iov[n].iov_len = r->reply.len - skip;
+		p = request_reply(r, &len);
+		if (len > skip) {
+			iov[n].iov_base = (void *)(p + skip);
+			iov[n].iov_len = len - skip;
 			n++;
 		}
 		skip = 0;
-		if (r->pipe_left > 0)
-			break;
 	}
 	return n;
 }
@@ -443,71 +379,17 @@ static void release_head(void)
 void queue_output_consumed(size_t n)
 {
 	struct request *r;
-	size_t left;
+	size_t left, len;
 
 	reply_bytes -= n;
 	while ((r = head) != NULL && r->state == REQ_DONE) {
-		left = r->reply.len - head_sent;
-		if (n < left || (n == left && r->pipe_left > 0)) {
+		(void)request_reply(r, &len);
+		left = len - head_sent;
+		if (n < left) {
 			head_sent += n;
 			return;
 		}
 		n -= left;
-		release_head();
-	}
-}
-
-int queue_output_pipe(size_t *len, int64_t *off)
-{
-	if (head == NULL || head->state != REQ_DONE || head->pipe_left == 0 ||
-	    head_sent < head->reply.len)
-		return -1;
-	*len = head->pipe_left;
-	if (!head->direct) {
-		*off = -1;
-		return head->pipe.rd;
-	}
-	*off = (int64_t)(head->io.offset + (head->io_done - head->pipe_left));
-	return head->io.fd;
-}
-
-int queue_output_copy_rest(void)
-{
-	struct request *r = head;
-	uint64_t off;
-	uint8_t *p;
-	size_t got = 0, left;
-	ssize_t n;
-
-	if (r == NULL || !r->direct || r->pipe_left == 0)
-		return -EINVAL;
-	left = r->pipe_left;
-	off = r->io.offset + (r->io_done - left);
-	if (wbuf_reserve(&r->reply, left, &p) != BUF_OK)
-		return -ENOMEM;
-	while (got < left) {
-		n = pread(r->io.fd, p + got, left - got, (off_t)(off + got));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n == 0 ? -ENODATA : -errno;
-		got += (size_t)n;
-	}
-	/* The bytes are ours now: a plain reply from here on. */
-	r->reply.len += left;
-	r->pipe_left = 0;
-	r->direct = 0;
-	num_piped--;
-	return 0;
-}
-
-void queue_output_piped(size_t n)
-{
-	reply_bytes -= n;
-	output_spliced(head->dev, head->ino, head->start, head->io_done);
-	head->pipe_left -= n;
-	if (head->pipe_left == 0) {
-		num_piped--;
 		release_head();
 	}
 }

@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "input.h"
-#include "pipes.h"
+#include "readmem.h"
 #include "request.h"
 
 /* Spare structs kept for reuse, and the largest reply buffer a spare may
- * keep (bigger ones, from copied READs, are freed). */
+ * keep (bigger ones, from long READDIR replies, are freed). */
 #define SPARE_MAX 256
 #define SPARE_REPLY_CAP (64 * 1024)
 
@@ -67,23 +67,25 @@ struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply,
 	return req;
 }
 
+void request_give_read_mem(struct request *req)
+{
+	if (req->read_mem != NULL)
+		readmem_give(req->read_mem_slot);
+	req->read_mem = NULL;
+	req->read_reply_len = 0;
+}
+
 void request_free(struct request *req)
 {
 	if (req->job_free != NULL)
 		req->job_free(req);
 	req->job_free = NULL;
 	req->job = NULL;
-	if (req->has_pipe)
-		pipe_put(&req->pipe, req->pipe_left);
-	if (req->has_copy_slot)
-		pipe_copy_done(req->io_want);
+	request_give_read_mem(req);
 	if (req->chunk != NULL)
 		input_chunk_put(req->chunk);
 	if (req->packet_allocated)
 		free(req->packet);
-	req->has_pipe = 0;
-	req->has_copy_slot = 0;
-	req->direct = 0;
 	req->chunk = NULL;
 	req->packet_allocated = 0;
 	if (num_spare >= SPARE_MAX) {

@@ -13,11 +13,10 @@
 #include "coalesce.h"
 #include "frame.h"
 #include "input.h"
-#include "lease.h"
 #include "log.h"
 #include "output.h"
-#include "pipes.h"
 #include "queue.h"
+#include "readmem.h"
 #include "server.h"
 #include "session.h"
 #include "sftp.h"
@@ -29,11 +28,8 @@
  * they do, stdin is not watched, only looked at now and then. */
 #define OUTPUT_BACKLOG (1024 * 1024)
 #define HELD_INPUT_RECHECK_NS 10000000
-/* A request waits for stdout's reader: look again this soon at first. */
-#define READER_RECHECK_NS 1000000
-/* Nothing to do for this long: close the spare splice pipes, which count
- * against the user's pipe buffer quota (fs.pipe-user-pages-soft). */
-#define SPARE_PIPES_IDLE_NS 1000000000
+/* Nothing to do for this long: give READ memory's pages back. */
+#define READ_MEMORY_IDLE_NS 1000000000
 
 static ssize_t stdin_read(void *buf, size_t len)
 {
@@ -65,7 +61,7 @@ static int out_blocked;        /* stdout was full: wait for room */
  * interval, and what had moved when it was made. */
 static int paced, idle;
 static int64_t recheck_ns;
-static uint64_t progress, progress_seen, reader_seen;
+static uint64_t progress, progress_seen;
 
 void session_init(const struct input_ops *ops)
 {
@@ -75,7 +71,7 @@ void session_init(const struct input_ops *ops)
 	exit_fatal = NULL;
 	out_blocked = paced = idle = 0;
 	recheck_ns = 0;
-	progress = progress_seen = reader_seen = 0;
+	progress = progress_seen = 0;
 }
 
 static void stop_input(int status, const char *fatal)
@@ -160,29 +156,17 @@ static void read_input(void)
 static void drop_output(void)
 {
 	struct iovec iov[MAX_IOV];
-	int64_t off;
 	size_t len;
 	int cnt, i;
 
 	for (;;) {
 		queue_output_consumed(0);
-		if (queue_output_pipe(&len, &off) >= 0) {
-			queue_output_piped(len);
-			continue;
-		}
 		if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
 			return;
 		for (len = 0, i = 0; i < cnt; i++)
 			len += iov[i].iov_len;
 		queue_output_consumed(len);
 	}
-}
-
-/* A file system that cannot splice from its files says so; the pool's
- * splices fall back the same way (queue.c, request_io_done). */
-static int splice_refused(int err)
-{
-	return err == EINVAL || err == ENOSYS || err == EOPNOTSUPP;
 }
 
 /* Write what replies are ready; 1 if some remain (stdout is full).  Once
@@ -192,9 +176,8 @@ static int splice_refused(int err)
 static int write_output(void)
 {
 	struct iovec iov[MAX_IOV];
-	size_t len, moved;
-	int64_t off;
-	int cnt, fd, rc;
+	size_t moved;
+	int cnt, rc;
 
 	for (;;) {
 		if (output_gone()) {
@@ -202,25 +185,11 @@ static int write_output(void)
 			return 0;
 		}
 		queue_output_consumed(0); /* drops requests with no reply */
-		if ((fd = queue_output_pipe(&len, &off)) >= 0) {
-			rc = output_splice(fd, off, len, &moved);
-			if (rc == OUTPUT_MOVED)
-				queue_output_piped(moved);
-			else if (rc == OUTPUT_FAILED && off >= 0 &&
-			         splice_refused(errno)) {
-				rc = queue_output_copy_rest();
-				if (rc == 0)
-					continue;
-				errno = -rc;
-				rc = OUTPUT_FAILED;
-			}
-		} else {
-			if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
-				return 0;
-			rc = output_writev(iov, cnt, &moved);
-			if (rc == OUTPUT_MOVED)
-				queue_output_consumed(moved);
-		}
+		if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
+			return 0;
+		rc = output_writev(iov, cnt, &moved);
+		if (rc == OUTPUT_MOVED)
+			queue_output_consumed(moved);
 		switch (rc) {
 		case OUTPUT_MOVED:
 			progress++;
@@ -270,20 +239,11 @@ static int finished(void)
 	return input_eof && !complete_packet_waiting();
 }
 
-/* Are pages of this file still on their way to stdout's reader? */
-static int file_in_transit(dev_t dev, ino_t ino)
-{
-	return queue_file_spliced(dev, ino) ||
-	       output_range_in_transit(dev, ino, 0, UINT64_MAX);
-}
-
 int session_turn(void)
 {
 	unsigned before;
 	int reaped;
 
-	if (lease_pending())
-		lease_poll(file_in_transit);
 	frame_input();
 	queue_dispatch(more_input_ready());
 	/* What the back end did at once (writes; everything, for the plain
@@ -338,23 +298,18 @@ int64_t session_backoff(int64_t prev_ns, int moved, int64_t base_ns)
 	                                             : 2 * prev_ns;
 }
 
-/* Something moved since the last plan: input, replies, completions, or
- * stdout's reader took some of what we wrote. */
-static int moved_since_plan(int watch_reader)
+/* Something moved since the last plan: input, replies, completions. */
+static int moved_since_plan(void)
 {
-	uint64_t reader = watch_reader ? output_read_by_reader() : reader_seen;
-	int moved = progress != progress_seen || reader != reader_seen;
+	int moved = progress != progress_seen;
 
 	progress_seen = progress;
-	reader_seen = reader;
 	return moved;
 }
 
 void session_plan(struct session_wait *w, int64_t now_ns)
 {
-	int held, reader = (queue_waiting_for_reader() || lease_pending()) &&
-	                   !output_gone();
-	int moved = moved_since_plan(reader), fd;
+	int held, moved = moved_since_plan(), fd;
 	int64_t wait_ns = -1, pace;
 
 	w->input = want_input(&held);
@@ -362,10 +317,9 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 	w->output = 0;
 	w->completion_fd = -1;
 	paced = 0;
-	if (reader || held)
-		recheck_ns = session_backoff(recheck_ns, moved,
-		                             held ? HELD_INPUT_RECHECK_NS
-		                                  : READER_RECHECK_NS);
+	if (held)
+		recheck_ns =
+		    session_backoff(recheck_ns, moved, HELD_INPUT_RECHECK_NS);
 	else
 		recheck_ns = 0;
 	if (recheck_ns > 0)
@@ -389,16 +343,16 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 	/* A stepped request goes on next turn: look, but do not sleep. */
 	if (queue_steps_pending())
 		wait_ns = 0;
-	idle = wait_ns < 0 && queue_idle() && pipes_have_spares();
+	idle = wait_ns < 0 && queue_idle() && readmem_reclaimable();
 	if (idle)
-		wait_ns = SPARE_PIPES_IDLE_NS;
+		wait_ns = READ_MEMORY_IDLE_NS;
 	w->timeout_ns = wait_ns;
 }
 
 void session_wake(const struct session_events *ev, int64_t now_ns)
 {
 	if (ev->timed_out && idle)
-		pipes_release_spares();
+		readmem_release_idle();
 	if (paced && output_pace_woke(now_ns))
 		out_blocked = 0;
 	if (ev->output_error && !output_gone()) {

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -34,12 +33,12 @@
 #include "handle.h"
 #include "handlers.h"
 #include "input.h"
-#include "lease.h"
 #include "log.h"
 #include "monotonic.h"
 #include "options.h"
 #include "output.h"
-#include "pipes.h"
+#include "readmem.h"
+#include "stdio-pipes.h"
 #include "queue.h"
 #include "xferlog.h"
 #include "server.h"
@@ -52,10 +51,9 @@
 #define INPUT_CHUNKS 16
 /* Stop framing new requests while this much reply data waits. */
 #define MAX_REPLY_BYTES (8 * 1024 * 1024)
-/* Ask the kernel for bigger socket send buffers (what spliced replies
- * hold there is mostly references to page-cache pages).
- * net.core.wmem_max caps them: 208 KiB on a stock system.  Pipes grow in
- * pipes.c, within the session's pipe budget. */
+/* Ask the kernel for bigger socket send buffers (net.core.wmem_max caps
+ * them: 208 KiB on a stock system).  Pipes grow in stdio-pipes.c, within
+ * the session's share of the user's pipe quota. */
 #define SOCKET_SNDBUF (4 * 1024 * 1024)
 
 static void cleanup_exit(int status)
@@ -64,7 +62,6 @@ static void cleanup_exit(int status)
 	logit("session closed for local user %s from [%s]", srv.user,
 	      srv.client_addr);
 	backend->shutdown();
-	pipes_release_spares();
 #ifdef __SANITIZE_ADDRESS__
 	/* _exit skips LeakSanitizer's own check at exit. */
 	__lsan_do_leak_check();
@@ -96,7 +93,7 @@ static void tune_stdio(int fd)
 	if (fstat(fd, &st) == -1)
 		return;
 	if (S_ISFIFO(st.st_mode))
-		pipes_tune_stdio(fd); /* within the session's pipe budget */
+		stdio_pipe_grow(fd); /* within the session's share */
 	/* A local socket's writer is woken once three quarters of its send
 	 * buffer are free: a bigger one means fewer, larger turns (capped
 	 * by net.core.wmem_max). */
@@ -169,42 +166,6 @@ static void set_handle_limit(void)
 		handle_set_limit((unsigned)rl.rlim_cur);
 }
 
-/* READ replies are spliced when stdout is a pipe (as Debian's sshd gives
- * us) or a socket (other sshd builds, sftp -D) and the back end can do
- * it; else their bytes are copied. */
-static void setup_splice(void)
-{
-	if (!srv.opt.no_splice && backend->can_splice() &&
-	    output_stdout_takes_splices())
-		(void)pipes_init(srv.opt.queue_depth);
-}
-
-/* SIGIO says someone waits for a read lease of ours to go (lease.h).  It
- * is blocked except while we sleep in ppoll, so no system call elsewhere
- * is interrupted by it. */
-static sigset_t sleep_mask;
-
-static void on_sigio(int sig)
-{
-	(void)sig;
-	lease_note_break();
-}
-
-static void setup_lease_signal(void)
-{
-	struct sigaction sa;
-	sigset_t block;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigio;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGIO, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGIO);
-	sigprocmask(SIG_BLOCK, &block, &sleep_mask);
-	sigdelset(&sleep_mask, SIGIO);
-}
-
 /* Sleep until what session_plan() asks for, and tell session_wake() what
  * happened. */
 static void wait_for_events(void)
@@ -230,7 +191,7 @@ static void wait_for_events(void)
 		pause.tv_nsec = w.timeout_ns % 1000000000;
 		timeout = &pause;
 	}
-	rc = ppoll(pfd, (nfds_t)nfds, timeout, &sleep_mask);
+	rc = ppoll(pfd, (nfds_t)nfds, timeout, NULL);
 	if (rc == -1 && errno != EINTR) {
 		error("poll: %s", strerror(errno));
 		cleanup_exit(2);
@@ -335,13 +296,7 @@ int main(int argc, char **argv)
 			           "to run unconfined");
 	}
 
-	/* READ buffers of up to 255 KiB come and go all the time; above
-	 * glibc's default mmap threshold each would be a fresh mmap, zeroed
-	 * page by page.  Keep them in the heap for reuse instead. */
-	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
 	signal(SIGPIPE, SIG_IGN);
-	setup_lease_signal();
 	set_handle_limit();
 	tune_stdio(STDIN_FILENO);
 	tune_stdio(STDOUT_FILENO);
@@ -355,8 +310,8 @@ int main(int argc, char **argv)
 	limits.max_reply_bytes = MAX_REPLY_BYTES;
 	queue_init(&limits);
 	coalesce_init(srv.opt.write_merge);
-	setup_splice();
-	if (input_init(INPUT_CHUNK, INPUT_CHUNKS) != 0)
+	if (input_init(INPUT_CHUNK, INPUT_CHUNKS) != 0 ||
+	    readmem_init(srv.opt.queue_depth) != 0)
 		fatal_exit(1, "out of memory");
 	/* Last, so that everything above could still open what it needed;
 	 * before the first request is read. */

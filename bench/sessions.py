@@ -28,7 +28,8 @@ Environment (sizes take K, M or G):
   OPENSSH [/usr/lib/openssh/sftp-server]  LOAD [bench/sftp-load]
   SESSIONS     comma list of session counts [1,4,16,64]; compare.sh
                skips this with SESSIONS=none
-  DIRECTIONS   [download,upload]
+  DIRECTIONS   [download,download-shared,upload]: download-shared reads
+               a file root owns (readable), download the user's own
   SESSION_SIZE bytes per download session [1G]: a run of 4 sessions at
                10 GB/s must outlast their start-up
   UPLOAD_SIZE  bytes per upload session [1 GiB / sessions, 64M at least]
@@ -73,7 +74,8 @@ class Cfg:
     openssh = env("OPENSSH", "/usr/lib/openssh/sftp-server")
     load = os.path.abspath(env("LOAD", os.path.join(HERE, "sftp-load")))
     counts = [int(n) for n in env("SESSIONS", "1,4,16,64").split(",") if n]
-    directions = [d for d in env("DIRECTIONS", "download,upload").split(",")
+    directions = [d for d in env("DIRECTIONS",
+                                 "download,download-shared,upload").split(",")
                   if d]
     size = parse_size(env("SESSION_SIZE", "1G"))
     upload_size = parse_size(env("UPLOAD_SIZE", "0"))
@@ -287,21 +289,28 @@ def run_size(direction, n, users=None):
     return Cfg.size
 
 
+# What each download direction reads: the sessions' user's own file, and
+# one root owns and shares readable (both must be as fast).
+SOURCES = {"download": "src", "download-shared": "src-shared"}
+
+
 def one_run(w, direction, n, cmd, users=None):
     """n sessions of one server at once; returns the measurements.  With
     users, session i runs as users[i] on its own file, src.<uid>."""
     size = run_size(direction, n, users)
     loads = []
     for i in range(n):
-        path = os.path.join(w, "src") if direction == "download" else \
-            os.path.join(w, "up.%d" % i)
+        path = os.path.join(w, "up.%d" % i)
+        if direction != "upload":
+            path = os.path.join(w, SOURCES[direction])
         prefix = as_user()
         if users:
             prefix = user_prefix(users[i])
             if direction == "download":
                 path = os.path.join(w, "src.%d" % users[i].pw_uid)
         argv = prefix + [Cfg.load, "-t", str(Cfg.stall), "-s", str(size),
-                            "-b", str(BIG), "-q", str(Cfg.depth), direction,
+                            "-b", str(BIG), "-q", str(Cfg.depth),
+                            "upload" if direction == "upload" else "download",
                             path, "--"] + cmd
         # Each waits for a line on its stdin: the start of all at once.
         loads.append(subprocess.Popen(
@@ -443,7 +452,7 @@ def copy_head(src, dst, size):
 
 def distinct_runs(w, src, servers, results):
     """The DISTINCT_SESSIONS counts, each session a different user on its
-    own copy of src (a read lease needs the owner): keys ("download
+    own copy of src: keys ("download
     (users)", n).  Returns whether a run failed."""
     failed = False
     if os.getuid() != 0:
@@ -488,13 +497,18 @@ def bench(w):
     src = os.path.join(w, "src")
     subprocess.run([load, "-s", str(Cfg.size), "mkfile", src], check=True)
     os.chmod(src, 0o644)
-    # The user's own file, as users mostly download theirs: a read lease
-    # can be had on it, so its READs are spliced (compare.py's
-    # download-255k-shared measures a file the user does not own).
+    # The user's own file, as users mostly download theirs, and root's
+    # readable copy, as a file another user shares.
+    shared = os.path.join(w, SOURCES["download-shared"])
+    if "download-shared" in Cfg.directions:
+        shutil.copyfile(src, shared)
+        os.chmod(shared, 0o644)
     give_to_user(src)
-    with open(src, "rb") as f:  # warm
-        while f.read(4 * MiB):
-            pass
+    for path in (src, shared):
+        if os.path.exists(path):
+            with open(path, "rb") as f:  # warm
+                while f.read(4 * MiB):
+                    pass
     os.chmod(w, 0o1777)  # every user's uploads land here
     soft = open("/proc/sys/fs/pipe-user-pages-soft").read().strip()
     log("sessions as %s (uid %d), fs.pipe-user-pages-soft %s" % (

@@ -1,11 +1,11 @@
 /* The I/O back-end interface.  Two implementations, chosen at start-up:
  * backend-uring.c (io_uring) and backend-plain.c (pread/pwrite).  File data
- * moved for a request goes through it: READ (read or splice into a pipe),
- * WRITE and merged runs, fsync, check-file's reads, copy-data's
- * copy_file_range, and read-ahead hints.  Not through it: the
- * POSIX_FADV_SEQUENTIAL hint at OPEN and cachestat (readahead.c),
- * metadata calls (fstat, ftruncate, readdir and the like, in the
- * handlers), and output.c's splices from pipes to stdout. */
+ * moved for a request goes through it: READ (into READ memory), WRITE and
+ * merged runs, fsync, check-file's reads, copy-data's copy_file_range,
+ * and read-ahead hints.  Not through it: the POSIX_FADV_SEQUENTIAL hint
+ * at OPEN and cachestat (readahead.c), metadata calls (fstat, ftruncate,
+ * readdir and the like, in the handlers), and writes to stdout
+ * (output.c). */
 #ifndef BACKEND_H
 #define BACKEND_H
 
@@ -17,8 +17,7 @@
 /* --backend=uring|plain|auto (options.c parses it). */
 enum backend_choice { BACKEND_AUTO = 0, BACKEND_URING, BACKEND_PLAIN };
 
-/* IO_SPLICE_IN moves file bytes into a pipe (fd_out) without copying;
- * IO_READAHEAD asks the kernel to read [offset, offset + len) into the
+/* IO_READAHEAD asks the kernel to read [offset, offset + len) into the
  * page cache (posix_fadvise WILLNEED); IO_COPY_RANGE copies len bytes from
  * fd at offset to fd_out at offset_out inside the kernel
  * (copy_file_range(2): a reflink where the file system shares extents). */
@@ -27,7 +26,6 @@ enum io_opcode {
 	IO_WRITE,
 	IO_WRITEV,
 	IO_FSYNC,
-	IO_SPLICE_IN,
 	IO_READAHEAD,
 	IO_COPY_RANGE
 };
@@ -42,18 +40,13 @@ enum io_opcode {
 struct io_op {
 	enum io_opcode opcode;
 	int fd;
-	int fd_out; /* IO_SPLICE_IN: the pipe's write end; IO_COPY_RANGE */
+	int fd_out; /* IO_COPY_RANGE */
 	uint64_t offset;
 	uint64_t offset_out; /* IO_COPY_RANGE */
 	void *buf;           /* IO_READ: destination; IO_WRITE: source */
 	size_t len;
 	struct iovec *iov; /* IO_WRITEV: the sources, iovcnt of them */
 	int iovcnt;
-	/* IO_READ of bytes not in the page cache: io_uring runs it in a
-	 * worker thread (IOSQE_ASYNC), where it waits on the disk beside
-	 * the others; cold random 32 KiB READs ran at 27-28 k/s so, 22-24 k
-	 * as the kernel's async buffered reads. */
-	int from_disk;
 	ssize_t result; /* bytes moved, or -errno */
 	/* Called by whoever reaps the completion (the event loop). */
 	void (*done)(struct io_op *op);
@@ -86,8 +79,6 @@ struct io_backend {
 	int (*reap)(struct io_op **done, int max, int wait);
 	/* Submitted and not yet reaped. */
 	unsigned (*in_flight)(void);
-	/* IO_SPLICE_IN is available. */
-	int (*can_splice)(void);
 	void (*shutdown)(void);
 };
 

@@ -31,9 +31,6 @@ struct handler {
 int request_start(struct request *req);
 /* READ and WRITE may run concurrently; every other request is a barrier. */
 int request_is_io(const struct request *req);
-/* Could this request change file data (so must wait for spliced READ data
- * that still references the file's pages)? */
-int request_may_modify(const struct request *req);
 
 /* Find the request's row once, when it is admitted: req->handler (for an
  * EXTENDED request, from the name in its packet; NULL when unknown) and

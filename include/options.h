@@ -20,8 +20,6 @@ struct options {
 	enum backend_choice backend; /* --backend=uring|plain|auto */
 	unsigned queue_depth;        /* --queue-depth=N: requests in flight */
 	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
-	int no_splice;        /* --no-splice: copy READ data, never splice */
-	int no_direct_splice; /* --no-direct-splice: through our pipes only */
 	int confine;          /* --confine[=DIR] */
 	const char *confine_dir; /* DIR as given (NULL: the start directory) */
 	char *xferlog_path;      /* --xferlog=FILE */

@@ -1,7 +1,6 @@
-/* stdout, the one place replies leave: writev and splice through a small
- * operation table (the real stdout, or a harness's fake), the byte total,
- * the ledger of spliced pages still in transit, pacing, and whether
- * anyone reads stdout at all. */
+/* stdout, the one place replies leave: writev through a small operation
+ * table (the real stdout, or a harness's fake), the byte total, pacing,
+ * and whether anyone reads stdout at all. */
 #ifndef OUTPUT_H
 #define OUTPUT_H
 
@@ -11,11 +10,9 @@
 #include <sys/uio.h>
 
 struct output_ops {
-	/* As writev(2), and splice(2) to stdout from a pipe (off < 0) or
-	 * from a regular file at off, non-blocking: bytes moved, or -1 with
-	 * errno (EAGAIN: full). */
+	/* As writev(2), non-blocking: bytes moved, or -1 with errno
+	 * (EAGAIN: full). */
 	ssize_t (*writev)(const struct iovec *iov, int cnt);
-	ssize_t (*splice)(int fd, int64_t off, size_t len);
 	/* Bytes written to stdout that its reader has not read yet, or -1
 	 * when that cannot be told. */
 	int64_t (*unread)(void);
@@ -26,10 +23,8 @@ extern const struct output_ops output_stdout_ops;
 /* Look at the real stdout once at start: what output_stdout_ops need,
  * and the pipe capacity worth pacing (0: no pacing; see outpace.h). */
 size_t output_stdout_setup(void);
-/* After that: stdout is a pipe or a socket, which splice(2) can fill. */
-int output_stdout_takes_splices(void);
 
-/* Start over (a session): total 0, nothing in transit, a reader. */
+/* Start over (a session): total 0, a reader. */
 void output_init(const struct output_ops *ops, size_t pace_capacity);
 
 enum output_result {
@@ -39,27 +34,13 @@ enum output_result {
 	OUTPUT_FAILED /* another error, errno set: end the session */
 };
 int output_writev(const struct iovec *iov, int cnt, size_t *moved);
-/* From a pipe (off < 0), or from a file at off: a file that ends early
- * (it cannot, under our read lease) is OUTPUT_FAILED with ENODATA. */
-int output_splice(int fd, int64_t off, size_t len, size_t *moved);
-
-/* The bytes just spliced out came from this file, [off, off + len) of
- * the READ they answer: its pages until stdout's reader has read them. */
-void output_spliced(dev_t dev, ino_t ino, uint64_t off, uint64_t len);
-/* Spliced bytes may still be unread: any file's, or in this range of
- * this file.  Nothing may change them meanwhile. */
-int output_in_transit(void);
-int output_range_in_transit(dev_t dev, ino_t ino, uint64_t start, uint64_t end);
-
-/* stdout's reader has gone (EPIPE, POLLERR/POLLHUP): what is in transit
- * will never be read, every later reply is dropped. */
+/* stdout's reader has gone (EPIPE, POLLERR/POLLHUP): every later reply
+ * is dropped. */
 void output_lost(void);
 int output_gone(void);
 
-/* All bytes written so far, and how many of them the reader has read
- * (all of them when that cannot be told and nothing is in transit). */
+/* All bytes written so far. */
 uint64_t output_total(void);
-uint64_t output_read_by_reader(void);
 
 /* Pacing (outpace.h) of a full stdout, at now_ns: how long to sleep
  * before writing again (0: wait for room instead), and whether a pause

@@ -40,28 +40,10 @@ unsigned queue_count(void);
  * replies before it are out (0 if none). */
 int queue_fatal_status(void);
 const char *queue_fatal_message(void);
-/* A request waits for stdout's reader to take spliced data: nothing will
- * announce that, so the loop must look again soon. */
-int queue_waiting_for_reader(void);
-
-/* A READ of this file is being spliced, or its data waits in its pipe. */
-int queue_file_spliced(dev_t dev, ino_t ino);
-
 /* Replies ready to send, in arrival order: fill up to max iovecs. */
 int queue_output_iov(struct iovec *iov, int max);
 /* n bytes of those were written. */
 void queue_output_consumed(size_t n);
-/* When the head reply's header is out and its data waits to be spliced:
- * the pipe's read end (*off -1) or the file and the offset to go on
- * from, and how much to move; else -1. */
-int queue_output_pipe(size_t *len, int64_t *off);
-/* n bytes of the head reply's data went out. */
-void queue_output_piped(size_t n);
-/* The head reply's data was to be spliced from its file, which refused
- * (a file system without splice): read the rest into the reply, which
- * then goes out as copied data.  0, or -errno (the session cannot go on:
- * its header is out). */
-int queue_output_copy_rest(void);
 size_t queue_output_bytes(void);
 
 #endif

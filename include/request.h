@@ -6,7 +6,6 @@
 
 #include "backend.h"
 #include "buf.h"
-#include "pipes.h"
 
 struct handler;
 struct input_chunk;
@@ -69,14 +68,8 @@ struct request {
 	void (*io_finish)(struct request *req);
 
 	/* Called before the I/O is submitted, until it returns other than
-	 * IO_PREPARE_WAIT (a READ waiting for a splice pipe to come back).
-	 * IO_PREPARE_DONE: nothing to submit, io_done and io.result are
-	 * set (a READ whose data stdout takes straight from the file). */
+	 * IO_PREPARE_WAIT (a READ waiting for READ memory to come back). */
 	int (*io_prepare)(struct request *req);
-
-	/* Switch failed I/O to another way (a splice the file system does not
-	 * support becomes a read): 1 if req->io is ready to resubmit. */
-	int (*io_fallback)(struct request *req);
 
 	/* A request that runs in steps (check-file): each finished I/O goes
 	 * to io_step instead of io_finish.  It returns 1 when it set up
@@ -89,16 +82,12 @@ struct request {
 	void (*job_free)(struct request *req);
 	struct request *step_next; /* the queue's list of steps to submit */
 
-	/* A READ whose data waits in a pipe, sent after the reply header. */
-	int has_pipe;
-	/* A READ whose data is spliced from its file (io.fd at io.offset)
-	 * to stdout after the reply header: the pages are in the page cache
-	 * and the file under our read lease. */
-	int direct;
-	/* A READ the pipe pool told to copy (pipe_get gave PIPE_COPY). */
-	int has_copy_slot;
-	struct pipe_pair pipe;
-	size_t pipe_left; /* of a pipe's, or a direct READ's, data */
+	/* A READ's piece of READ memory (readmem.h), NULL when none: its
+	 * DATA reply, header and bytes, read_reply_len of them once done
+	 * (0: the reply is in reply, a STATUS). */
+	uint8_t *read_mem;
+	int read_mem_slot;
+	size_t read_reply_len;
 
 	/* A WRITE merged with its neighbours (coalesce.c). */
 	struct write_run *run;
@@ -118,6 +107,20 @@ struct request *request_new(const uint8_t *packet, size_t len, size_t max_reply,
                             struct input_chunk *chunk);
 /* Release everything the request holds; the struct is kept for reuse. */
 void request_free(struct request *req);
+/* Give back a READ's memory before its reply goes (an EOF or an error
+ * needs none). */
+void request_give_read_mem(struct request *req);
+/* The encoded reply: what goes to stdout. */
+static inline const uint8_t *request_reply(const struct request *req,
+                                           size_t *len)
+{
+	if (req->read_reply_len > 0) {
+		*len = req->read_reply_len;
+		return req->read_mem;
+	}
+	*len = req->reply.len;
+	return req->reply.data;
+}
 
 /* enum path_use of the request's argi-th path (0 or 1). */
 static inline int path_use_of(const struct request *req, int argi)
@@ -128,7 +131,6 @@ static inline int path_use_of(const struct request *req, int argi)
 /* io_prepare results. */
 #define IO_PREPARE_WAIT 0
 #define IO_PREPARE_SUBMIT 1
-#define IO_PREPARE_DONE 2
 
 /* Handler results. */
 #define HANDLER_DONE 0        /* reply encoded */

@@ -15,6 +15,7 @@
 #include "handle.h"
 #include "log.h"
 #include "queue.h"
+#include "readmem.h"
 #include "server.h"
 #include "sftp.h"
 
@@ -135,8 +136,8 @@ static void rec_shutdown(void)
 }
 
 static const struct io_backend rec_backend = {
-    "recording", rec_init,      rec_submit, rec_flush,    rec_completion_fd,
-    rec_reap,    rec_in_flight, NULL,       rec_shutdown,
+    "recording",       rec_init, rec_submit,    rec_flush,
+    rec_completion_fd, rec_reap, rec_in_flight, rec_shutdown,
 };
 
 /* ---- requests ---- */
@@ -533,6 +534,9 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	/* READs take their memory from here (readmem.h). */
+	if (readmem_init(64) != 0)
+		return 1;
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_contiguous_writes_merge);
 	tcase_add_test(tc, test_byte_limit);

@@ -19,6 +19,7 @@
 #include "handle.h"
 #include "log.h"
 #include "queue.h"
+#include "readmem.h"
 #include "server.h"
 #include "sftp.h"
 
@@ -168,8 +169,8 @@ static void fake_shutdown(void)
 }
 
 static const struct io_backend fake_backend = {
-    "fake",    fake_init,      fake_submit, fake_flush,    fake_completion_fd,
-    fake_reap, fake_in_flight, NULL,        fake_shutdown,
+    "fake",    fake_init,      fake_submit,   fake_flush, fake_completion_fd,
+    fake_reap, fake_in_flight, fake_shutdown,
 };
 
 /* ---- requests and the model ---- */
@@ -453,6 +454,9 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	/* READs take their memory from here (readmem.h). */
+	if (readmem_init(64) != 0)
+		return 1;
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_random_completion_order);
 	suite_add_tcase(s, tc);

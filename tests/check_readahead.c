@@ -137,18 +137,13 @@ static unsigned hold_in_flight(void)
 	return held != NULL;
 }
 
-static int hold_can_splice(void)
-{
-	return 0;
-}
-
 static void hold_shutdown(void)
 {
 }
 
 static const struct io_backend hold_backend = {
-    "hold",    hold_init,      hold_submit,     hold_flush,    hold_fd,
-    hold_reap, hold_in_flight, hold_can_splice, hold_shutdown,
+    "hold",  hold_init, hold_submit,    hold_flush,
+    hold_fd, hold_reap, hold_in_flight, hold_shutdown,
 };
 
 START_TEST(test_hint_after_close_keeps_its_file)

@@ -1,7 +1,8 @@
 /* Unit tests of session.c, the event loop's decisions, run as main runs
  * them but with a fake stdin and stdout, the plain back end and real
- * files: the reader leaving, failing and short writes, and how often a
- * session that cannot progress asks to be woken. */
+ * files: the reader leaving, failing and short writes, what a READ reply
+ * holds when the file changes before stdout takes it, and the bound on
+ * READ memory. */
 #include "config.h"
 
 #include <check.h>
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -23,8 +23,8 @@
 #include "input.h"
 #include "log.h"
 #include "output.h"
-#include "pipes.h"
 #include "queue.h"
+#include "readmem.h"
 #include "server.h"
 #include "session.h"
 #include "sftp.h"
@@ -37,13 +37,11 @@ static uint8_t in_buf[1 << 20];
 static size_t in_len, in_off;
 static int in_open; /* no end of input yet: EAGAIN when all is read */
 
-static uint8_t out_buf[1 << 20];
+static uint8_t out_buf[8 << 20];
 static size_t out_len;
-static size_t out_room;     /* per write */
-static int out_fail;        /* errno for every write */
-static int file_fail;       /* splices from a file: errno (-1: end early) */
-static int file_fail_after; /* ... once this many more have worked */
-static int file_splices;    /* splices from a file asked for */
+static size_t out_room; /* per write */
+static int out_fail;    /* errno for every write */
+static int out_full;    /* stdout takes nothing (EAGAIN) */
 static int64_t out_unread;
 
 static ssize_t fake_read(void *buf, size_t len)
@@ -71,8 +69,8 @@ static const struct input_ops fake_in = {fake_read, fake_waiting};
 
 static ssize_t take(const void *p, size_t n)
 {
-	if (out_fail != 0) {
-		errno = out_fail;
+	if (out_fail != 0 || out_full) {
+		errno = out_fail != 0 ? out_fail : EAGAIN;
 		return -1;
 	}
 	if (n > out_room)
@@ -101,38 +99,12 @@ static ssize_t fake_writev(const struct iovec *iov, int cnt)
 	return n;
 }
 
-/* From a pipe (off < 0) or a file, as the real one; it must not end
- * early. */
-static ssize_t fake_splice(int fd, int64_t off, size_t len)
-{
-	uint8_t buf[65536];
-	ssize_t n;
-
-	if (len > sizeof(buf))
-		len = sizeof(buf);
-	if (out_fail == 0 && len > out_room)
-		len = out_room;
-	if (out_fail != 0)
-		return take(NULL, len);
-	file_splices += off >= 0;
-	if (off >= 0 && file_fail != 0 && file_fail_after-- <= 0) {
-		if (file_fail < 0)
-			return 0;
-		errno = file_fail;
-		return -1;
-	}
-	n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, (off_t)off);
-	ck_assert_int_gt(n, 0);
-	return take(buf, (size_t)n);
-}
-
 static int64_t fake_unread(void)
 {
 	return out_unread;
 }
 
-static const struct output_ops fake_out = {fake_writev, fake_splice,
-                                           fake_unread};
+static const struct output_ops fake_out = {fake_writev, fake_unread};
 
 static void put(const void *p, size_t n)
 {
@@ -261,9 +233,7 @@ static void setup(void)
 	in_open = 0;
 	out_room = SIZE_MAX;
 	out_fail = 0;
-	file_fail = 0;
-	file_fail_after = 0;
-	file_splices = 0;
+	out_full = 0;
 	out_unread = 0;
 	handle_close_all();
 	queue_reset();
@@ -284,7 +254,9 @@ static int run(struct session_wait *w)
 		session_plan(w, 0);
 		/* Input and completions are there at once; room in stdout
 		 * and the reader are what the tests control. */
-		if (w->input && (in_off < in_len || !in_open))
+		if (w->output && !out_full && out_fail == 0)
+			session_wake(&(struct session_events){.output = 1}, 0);
+		else if (w->input && (in_off < in_len || !in_open))
 			session_wake(&(struct session_events){.input = 1}, 0);
 		else if (w->timeout_ns == 0)
 			session_wake(&(struct session_events){.timed_out = 1},
@@ -385,25 +357,20 @@ START_TEST(test_vanished_reader_requests_are_carried_out)
 }
 END_TEST
 
-static int have_cachestat(void)
-{
-	uint64_t range[2] = {0, 0}, stat[5];
-
-	return syscall(451, STDIN_FILENO, range, stat, 0) == 0 ||
-	       errno != ENOSYS;
-}
-
 /* A file of n bytes whose byte i is i * 7 % 251, in the page cache. */
 static void write_pattern(const char *name, size_t n)
 {
 	static uint8_t data[65536];
 	int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	size_t i;
+	size_t i, done, len;
 
-	for (i = 0; i < n; i++)
-		data[i] = (uint8_t)(i * 7 % 251);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, data, n), (ssize_t)n);
+	for (done = 0; done < n; done += len) {
+		len = n - done < sizeof(data) ? n - done : sizeof(data);
+		for (i = 0; i < len; i++)
+			data[i] = (uint8_t)((done + i) * 7 % 251);
+		ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	}
 	close(fd);
 }
 
@@ -428,13 +395,6 @@ static uint32_t open_for_reading(const char *name, size_t *replies)
 	return peek_u32(out_buf + at + 13);
 }
 
-/* The splice pipes on (once: the tests share one process). */
-static void splicing_on(void)
-{
-	if (!pipes_splicing())
-		ck_assert_int_eq(pipes_init(8), 0);
-}
-
 /* The reply at out_buf[at]: a DATA of len bytes of write_pattern from
  * off. */
 static void check_data(size_t at, uint32_t id, uint64_t off, uint32_t len)
@@ -451,23 +411,18 @@ static void check_data(size_t at, uint32_t id, uint64_t off, uint32_t len)
 		                 (uint8_t)((off + i) * 7 % 251));
 }
 
-/* Two READs of file name (64 KiB of write_pattern), the second to its
- * end, through a stdout that takes 7000 bytes a write: both replies
- * whole and in order, and the session ends well.  Returns how many
- * splices from the file were asked for. */
-static int two_reads(const char *name)
+/* Two READs of a file (64 KiB of write_pattern), the second to its end,
+ * through a stdout that takes 7000 bytes a write: both replies whole and
+ * in order, header and data together, and the session ends well. */
+START_TEST(test_reads_reach_stdout_whole)
 {
 	struct session_wait w;
 	const char *fatal;
 	size_t first;
 	uint32_t h;
-	int fail = file_fail;
 
-	splicing_on();
-	write_pattern(name, 65536);
-	file_fail = 0; /* not while opening */
-	h = open_for_reading(name, &first);
-	file_fail = fail;
+	write_pattern("d", 65536);
+	h = open_for_reading("d", &first);
 	out_room = 7000;
 	send_read(2, h, 1000, 30000);
 	send_read(3, h, 40000, 30000); /* 25536 bytes to the end */
@@ -476,107 +431,109 @@ static int two_reads(const char *name)
 	check_data(first, 2, 1000, 30000);
 	check_data(first + 13 + 30000, 3, 40000, 25536);
 	ck_assert_uint_eq(out_len, first + 2 * 13 + 30000 + 25536);
-	return file_splices;
-}
-
-/* Stdout takes a cached file's data straight from the file. */
-START_TEST(test_direct_splice_reaches_stdout)
-{
-	/* 30000 / 7000 and 25536 / 7000, rounded up; none without
-	 * cachestat(2) (Linux 6.5), where the pool's pipes are used. */
-	ck_assert_int_eq(two_reads("d"), have_cachestat() ? 5 + 4 : 0);
+	ck_assert_int_eq(readmem_reclaimable(), 1);
 }
 END_TEST
 
-/* A file system that cannot splice (EINVAL after the header and 14000
- * bytes went out): the rest is read into the reply instead, whole and in
- * order, and the session goes on. */
-START_TEST(test_direct_splice_refused_is_copied)
+/* Truncate name to len bytes, and rewrite its first bytes with 'Z', as
+ * another program would while our replies wait for stdout. */
+static void change_file(const char *name, off_t len)
 {
-	file_fail = EINVAL;
-	file_fail_after = 2;
-	/* Two worked, the third was refused; the second READ was copied
-	 * when its turn came (it had been set up as direct too). */
-	ck_assert_int_eq(two_reads("d2"), have_cachestat() ? 3 + 1 : 0);
-}
-END_TEST
+	int fd = open(name, O_WRONLY);
 
-/* A file that ends before the length its reply header gave (which its
- * read lease rules out): no byte is invented, the session ends with
- * status 1 after the header. */
-START_TEST(test_direct_splice_short_file_ends_the_session)
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, len), 0);
+	ck_assert_int_eq(pwrite(fd, "ZZZZ", 4, 0), 4);
+	close(fd);
+}
+
+/* A READ's reply holds what the file held when the read ran: the file
+ * truncated and rewritten while the reply waits for a full stdout
+ * changes nothing in it.  READs beyond READ memory wait, parsed, and run
+ * only once earlier replies have gone out: those see the file as it is
+ * then (here: past its new end, EOF). */
+START_TEST(test_read_holds_what_the_file_held)
 {
+	enum { N = 12, LEN = SFTP_MAX_READ_LENGTH };
 	struct session_wait w;
-	const char *fatal = "x";
-	size_t first;
-
+	const char *fatal;
+	size_t first, at;
+	uint8_t type;
 	uint32_t h;
+	int i, ran = READMEM_BYTES / (13 + LEN);
 
-	splicing_on();
-	write_pattern("e", 65536);
-	h = open_for_reading("e", &first);
-	file_fail = -1;
-	send_read(2, h, 0, 30000);
-	send_read(3, h, 30000, 100);
+	ck_assert_int_lt(ran, N);
+	write_pattern("t", (size_t)N * LEN);
+	h = open_for_reading("t", &first);
+	out_full = 1;
+	in_open = 1;
+	for (i = 0; i < N; i++)
+		send_read(10 + (uint32_t)i, h, (uint64_t)i * LEN, LEN);
+	ck_assert_int_eq(run(&w), 0);
+	ck_assert_uint_eq(out_len, first);
+	/* Nothing of the file's is held: another program goes ahead. */
+	change_file("t", LEN);
+	out_full = 0;
+	in_open = 0;
 	ck_assert_int_eq(run(&w), 1);
-	if (!have_cachestat())
-		return; /* spliced through a pipe: nothing ended early */
-	ck_assert_int_eq(session_exit_status(&fatal), 1);
-	/* The header of the first DATA, not a byte more. */
-	ck_assert_uint_eq(out_len, first + 13);
-	ck_assert_int_eq(out_buf[first + 4], SSH2_FXP_DATA);
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	at = first;
+	for (i = 0; i < ran; i++) {
+		check_data(at, 10 + (uint32_t)i, (uint64_t)i * LEN, LEN);
+		at += 13 + LEN;
+	}
+	/* The rest ran after the truncation: EOF, no byte invented. */
+	ck_assert_uint_eq(count_replies(&type), 2 + N);
+	ck_assert_int_eq(type, SSH2_FXP_STATUS);
+	for (; i < N; i++) {
+		ck_assert_int_eq(out_buf[at + 4], SSH2_FXP_STATUS);
+		ck_assert_uint_eq(peek_u32(out_buf + at + 9), SSH2_FX_EOF);
+		at += 4 + peek_u32(out_buf + at);
+	}
+	ck_assert_uint_eq(at, out_len);
 }
 END_TEST
 
-/* An OPEN for writing waits for the reader to take spliced pages: the
- * session asks to be woken ever more rarely while nothing moves, and the
- * reader leaving lets it and a WRITE run. */
-START_TEST(test_waiting_for_the_reader)
+/* An OPEN for writing and a WRITE on a file whose READ reply waits for
+ * stdout run at once: nothing waits for the reader, and the reply keeps
+ * the bytes the READ read. */
+START_TEST(test_nothing_waits_for_the_reader)
 {
 	struct session_wait w;
 	const char *fatal;
 	uint8_t type;
-	int64_t last = 0;
-	int i;
+	uint32_t i;
 
-	/* Only an allocation can fail here: the test must not pass by not
-	 * splicing. */
-	ck_assert_int_eq(pipes_init(8), 0);
 	write_file("h", 'A', 65536);
 	send_init();
 	send_open(1, "h", SSH2_FXF_READ);
 	send_read(2, 0, 0, 65536);
-	/* Opening for writing could change the pages: it waits. */
 	send_open(3, "h", SSH2_FXF_WRITE);
 	send_write(4, 1, 0, 'B', 1000);
 	in_open = 1;
+	out_full = 1;
 	ck_assert_int_eq(run(&w), 0);
-	ck_assert_uint_eq(count_replies(&type), 3); /* VERSION to DATA */
-	ck_assert_int_eq(type, SSH2_FXP_DATA);
-	for (i = 0; i < 20; i++) {
-		session_plan(&w, 0);
-		ck_assert_int_eq(w.watch_output, 1);
-		ck_assert_int_gt(w.timeout_ns, last > 0 ? 0 : -1);
-		if (last > 0)
-			ck_assert_int_ge(w.timeout_ns, last);
-		ck_assert_int_le(w.timeout_ns, SESSION_RECHECK_MAX_NS);
-		last = w.timeout_ns;
-		session_wake(&(struct session_events){.timed_out = 1}, 0);
-		ck_assert_int_eq(session_turn(), SESSION_WAIT);
-	}
-	ck_assert_int_eq(last, SESSION_RECHECK_MAX_NS);
-	ck_assert_int_eq(file_byte("h", 0), 'A');
-	/* The reader reads a little: the next look comes soon again. */
-	out_unread -= 100;
+	/* Nothing went out, yet the WRITE is in the file, and the session
+	 * sleeps on stdout with no timer to look again. */
+	ck_assert_uint_eq(out_len, 0);
+	ck_assert_int_eq(file_byte("h", 0), 'B');
 	session_plan(&w, 0);
-	ck_assert_int_lt(w.timeout_ns, 2 * MS + 1);
-	/* It leaves (POLLERR): the WRITE runs, the session ends with stdin. */
-	session_wake(&(struct session_events){.output_error = 1}, 0);
+	ck_assert_int_eq(w.timeout_ns, -1);
+	out_full = 0;
 	in_open = 0;
 	ck_assert_int_eq(run(&w), 1);
 	ck_assert_int_eq(session_exit_status(&fatal), 0);
-	ck_assert_int_eq(file_byte("h", 0), 'B');
-	pipes_release_spares();
+	ck_assert_uint_eq(count_replies(&type), 5);
+	/* The DATA, third reply, holds the 'A's the READ read. */
+	{
+		size_t at = 4 + peek_u32(out_buf);
+
+		at += 4 + peek_u32(out_buf + at);
+		ck_assert_int_eq(out_buf[at + 4], SSH2_FXP_DATA);
+		ck_assert_uint_eq(peek_u32(out_buf + at + 9), 65536);
+		for (i = 0; i < 65536; i++)
+			ck_assert_int_eq(out_buf[at + 13 + i], 'A');
+	}
 }
 END_TEST
 
@@ -588,8 +545,6 @@ int main(void)
 	int failed, rc;
 
 	signal(SIGPIPE, SIG_IGN);
-	/* A lease broken by a later test's write would end the process. */
-	signal(SIGIO, SIG_IGN);
 	if (mkdtemp(dir) == NULL || chdir(dir) != 0) {
 		perror(dir);
 		return 1;
@@ -605,7 +560,7 @@ int main(void)
 	queue_init(&(struct queue_limits){16, 1024 * 1024});
 	coalesce_init(srv.opt.write_merge);
 	if ((rc = backend_start(BACKEND_PLAIN, 16)) != 0 ||
-	    input_init(1024 * 1024, 16) != 0) {
+	    input_init(1024 * 1024, 16) != 0 || readmem_init(16) != 0) {
 		fprintf(stderr, "cannot set up: %s\n", strerror(-rc));
 		return 1;
 	}
@@ -615,10 +570,9 @@ int main(void)
 	tcase_add_test(tc, test_short_writes_give_whole_replies);
 	tcase_add_test(tc, test_failing_output_ends_the_session);
 	tcase_add_test(tc, test_vanished_reader_requests_are_carried_out);
-	tcase_add_test(tc, test_waiting_for_the_reader);
-	tcase_add_test(tc, test_direct_splice_reaches_stdout);
-	tcase_add_test(tc, test_direct_splice_refused_is_copied);
-	tcase_add_test(tc, test_direct_splice_short_file_ends_the_session);
+	tcase_add_test(tc, test_reads_reach_stdout_whole);
+	tcase_add_test(tc, test_read_holds_what_the_file_held);
+	tcase_add_test(tc, test_nothing_waits_for_the_reader);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* One process: the session's state lives across the tests. */

@@ -36,13 +36,13 @@ else
 	note "no tests/confine-probe: Landlock alone is not tried"
 fi
 
-# The I/O path (back ends, read-ahead, splice pipes, merging, the queue)
+# The I/O path (back ends, read-ahead, READ memory, merging, the queue)
 # works on descriptors of handles only: if it named a path, nothing would
 # resolve that path beneath the confinement directory.
 SRC=${top_srcdir:-$TESTS_DIR/..}
-io_files=(backend.c backend-uring.c backend-plain.c readahead.c pipes.c
-	coalesce.c queue.c input.c frame.c outpace.c output.c session.c lease.c
-	pagecache.c)
+io_files=(backend.c backend-uring.c backend-plain.c readahead.c readmem.c
+	stdio-pipes.c coalesce.c queue.c input.c frame.c outpace.c output.c
+	session.c pagecache.c)
 by_path='\b(open|openat|openat2|opendir|creat|stat|lstat|statx|truncate|'
 by_path+='statvfs|chmod|chown|lchown|utimensat|utimes|rename|renameat2?|'
 by_path+='link|linkat|unlink|unlinkat|mkdir|mkdirat|symlink|readlink|'

@@ -1429,19 +1429,17 @@ def sc_socketpair_open_flags(s):
     sc_open_flags(s)
 
 
-# ----- spliced READ data and this session's own later WRITEs
+# ----- READ data waiting for stdout and this session's own later WRITEs
 
-def splice_own_write(s):
-    """A READ of 16 KiB or more, then a request that changes the bytes it
-    read, sent in one write: the client reads nothing until both are sent,
-    so our READ data (spliced: the file's own pages) still waits in stdout
-    when the change arrives.  The DATA must hold the bytes from before the
-    change; OpenSSH's server, one request at a time, gives exactly that."""
+def read_own_write(s):
+    """A READ, then a request that changes the bytes it read, sent in one
+    write: the client reads nothing until both are sent, so our READ data
+    still waits for stdout when the change arrives.  The DATA must hold
+    the bytes from before the change; OpenSSH's server, one request at a
+    time, gives exactly that."""
     cur = bytearray(rnd(1, 1 << 20))   # big.bin, see fx_basic
     h = s.h(s.open("big.bin", FXF_READ | FXF_WRITE))
     h2 = s.h(s.open("big.bin", FXF_WRITE))
-    # The first READ of a session sets up the splice pipe pool; the cases
-    # then run with it in place.
     s.read(h, 1 << 19, 16384)
     cases = [  # (read offset, length, writing handle, write offset, length)
         (0, 16384, h, 0, 16384),
@@ -1473,13 +1471,13 @@ def splice_own_write(s):
 
 
 @scenario()
-def sc_splice_own_write(s):
-    splice_own_write(s)
+def sc_read_own_write(s):
+    read_own_write(s)
 
 
 @scenario(socketpair=True)
-def sc_splice_own_write_socket(s):
-    splice_own_write(s)
+def sc_read_own_write_socket(s):
+    read_own_write(s)
 
 
 # ----- server options

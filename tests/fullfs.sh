@@ -7,15 +7,15 @@
 # exactly what was acknowledged, the close log line counts it.  Then clients
 # that vanish mid-upload (on the ordinary temporary directory): the server
 # exits 0 and every acknowledged byte is in the file.  Each in every pass
-# of lib.sh (io_uring, plain, "copy"); the io_uring and plain passes run
-# with write merging on (default) and off.
+# of lib.sh (io_uring and plain), with write merging on (default) and
+# off.
 #
 # Where mounting is not permitted (not root, no CAP_SYS_ADMIN) the full file
 # system checks are a skipped part: the vanishing client checks still run,
 # and the script exits 77 unless one of them failed.  So does a back end
 # that does not start.
 #
-# Environment: SERVER, PYTHON3, BACKENDS (default "uring plain copy"),
+# Environment: SERVER, PYTHON3, BACKENDS (default "uring plain"),
 # FULLFS_SIZE, FULLFS_SEED (default 4), KEEP_WORK=1.
 set -eu
 

@@ -2,14 +2,14 @@
  * libFuzzer target for the whole packet path, in-process: the chunked
  * input buffer, framing, decoding, the handler table, every handler, the
  * queue with its ordering rules, write merging, the plain back end, READ
- * replies spliced through the pipe pool, and reply output.
+ * replies built in READ memory, and reply output.
  *
  * Each input is a byte stream exactly as a client writes it to the
  * server's stdin.  The loop is the server's own (session.c and output.c,
  * as main runs them): stdin and stdout are operation tables here, the
  * input arriving in reads of varied sizes, replies leaving through
- * "stdout" (a pipe the target reads back, sometimes late) in writes and
- * splices of varied sizes.  For some inputs (chosen by a hash of the
+ * "stdout" (a pipe the target reads back, sometimes late) in writes of
+ * varied sizes.  For some inputs (chosen by a hash of the
  * input) stdout's reader vanishes after a number of writes, or a write
  * fails with EIO.  The session runs until it says it is over.  Between
  * inputs every handle is closed, the queue reset and the work directory
@@ -29,8 +29,7 @@
  *   - a write is tried after the reader was seen leaving, or a failed
  *     write does not end the session with status 1;
  *   - a descriptor is still open after all handles were closed, or one
- *     the input did not open was closed (the splice pipe pool excepted,
- *     which only has to stay within its size).
+ *     the input did not open was closed.
  *
  * Safety: the handlers do real file system calls with whatever paths the
  * fuzzer invents, often as root.  Before the first input the target moves
@@ -45,8 +44,7 @@
  * Build and run it with `make fuzz` (FUZZ_SECONDS, default 60); replay a
  * crash with `tests/fuzz_packets crash-FILE`.  The server's log (level
  * FUZZ_LOG_LEVEL, default INFO) goes to /dev/null, or to stderr with
- * FUZZ_LOG=1; FUZZ_NO_SPLICE=1 copies READ data instead of splicing it
- * (as --no-splice).
+ * FUZZ_LOG=1.
  */
 #include "config.h"
 
@@ -80,10 +78,9 @@
 #include "handle.h"
 #include "handlers.h"
 #include "input.h"
-#include "lease.h"
 #include "log.h"
 #include "output.h"
-#include "pipes.h"
+#include "readmem.h"
 #include "queue.h"
 #include "server.h"
 #include "session.h"
@@ -418,9 +415,8 @@ static void empty_dir(const char *dir)
 /*
  * Descriptors open before and after an input must be the same ones: a new
  * one is a leak, a missing one was closed by someone who did not own it.
- * The exception is the pool of splice pipes, which grows on demand, keeps
- * empty pipes and closes full ones: only its size is bounded.  (libFuzzer
- * may open descriptors between inputs, e.g. pipes to the symbolizer.)
+ * (libFuzzer may open descriptors between inputs, e.g. pipes to the
+ * symbolizer: pipes that were not open before are not ours.)
  */
 #define FD_SCAN 1024
 
@@ -456,16 +452,11 @@ static void check_fds(void)
 {
 	unsigned char after[FD_SCAN];
 	char link[64], target[PATH_MAX];
-	int fd, pipes = 0;
+	int fd;
 	ssize_t n;
 
 	snapshot_fds(after);
 	for (fd = 0; fd < FD_SCAN; fd++) {
-		/* The pool's pipes are the big ones (not ours, nor the
-		 * symbolizer's that libFuzzer may have opened). */
-		if (after[fd] == 2 && fd != out_rd && fd != out_wr &&
-		    fcntl(fd, F_GETPIPE_SZ) >= 2 * SFTP_MAX_READ_LENGTH)
-			pipes++;
 		if (after[fd] == fds_before[fd] ||
 		    (after[fd] != 1 && fds_before[fd] != 1))
 			continue;
@@ -476,15 +467,11 @@ static void check_fds(void)
 		    after[fd] == 1 ? "left open" : "closed or replaced",
 		    n >= 0 ? ": " : "", target);
 	}
-	if (pipes > 2 * FUZZ_QUEUE_DEPTH)
-		bug("%d pipe descriptors open, more than the pool's %d", pipes,
-		    2 * FUZZ_QUEUE_DEPTH);
 }
 
 static void reset_session(void)
 {
 	handle_close_all();
-	lease_release_all(); /* and the descriptors kept for them */
 	queue_reset();
 	srv.init_done = 0;
 	srv.client_version = 0;
@@ -747,18 +734,6 @@ static ssize_t fuzz_writev(const struct iovec *iov, int cnt)
 	return after_write(writev(out_wr, part, cnt));
 }
 
-static ssize_t fuzz_splice(int fd, int64_t off, size_t len)
-{
-	size_t budget = io_size();
-	loff_t pos = off;
-
-	if (write_fails())
-		return -1;
-	return after_write(splice(fd, off < 0 ? NULL : &pos, out_wr, NULL,
-	                          len < budget ? len : budget,
-	                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
-}
-
 static int64_t fuzz_unread(void)
 {
 	int n = 0;
@@ -766,8 +741,7 @@ static int64_t fuzz_unread(void)
 	return ioctl(out_rd, FIONREAD, &n) == 0 ? n : -1;
 }
 
-static const struct output_ops fuzz_out = {fuzz_writev, fuzz_splice,
-                                           fuzz_unread};
+static const struct output_ops fuzz_out = {fuzz_writev, fuzz_unread};
 
 /* What the server would sleep on, and what would wake it: input and
  * completions are always there at once, room in stdout once the client
@@ -936,9 +910,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	int log_fd, rc, out[2], level;
 
 	fix_arguments(argc, argv);
-	/* Nothing else here breaks a lease of ours; if our own requests
-	 * did, they would hang in open() and libFuzzer report a timeout. */
-	signal(SIGIO, SIG_IGN);
 	setup_work_dir();
 	if ((work_fd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
 	        -1 ||
@@ -956,7 +927,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	srv.opt.backend = BACKEND_PLAIN;
 	srv.opt.queue_depth = FUZZ_QUEUE_DEPTH;
 	srv.opt.write_merge = WRITE_MERGE;
-	srv.opt.no_splice = getenv("FUZZ_NO_SPLICE") != NULL;
 	/* INFO: the transaction log, with the client's names escaped. */
 	level = log_level_from_name(getenv("FUZZ_LOG_LEVEL"));
 	log_init("fuzz_packets", level >= 0 ? level : LOG_LEVEL_INFO, LOG_AUTH,
@@ -972,18 +942,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		bug("backend_start: %s", strerror(-rc));
 	queue_init(&limits);
 	coalesce_init(srv.opt.write_merge);
-	if (input_init(INPUT_CHUNK, INPUT_CHUNKS) != 0)
-		bug("input_init failed");
-	/* "stdout": a pipe, as Debian's sshd gives it; READ replies are
-	 * spliced into it unless FUZZ_NO_SPLICE=1. */
+	if (input_init(INPUT_CHUNK, INPUT_CHUNKS) != 0 ||
+	    readmem_init(FUZZ_QUEUE_DEPTH) != 0)
+		bug("input_init or readmem_init failed");
+	/* "stdout": a pipe, as Debian's sshd gives it. */
 	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) == -1)
 		bug("pipe2: %s", strerror(errno));
 	out_rd = out[0];
 	out_wr = out[1];
 	(void)fcntl(out_wr, F_SETPIPE_SZ, 1024 * 1024);
-	if (!srv.opt.no_splice && backend->can_splice() &&
-	    pipes_init(srv.opt.queue_depth) != 0)
-		fprintf(stderr, "fuzz_packets: no splicing here\n");
 	reset_session();
 	return 0;
 }

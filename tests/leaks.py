@@ -1,8 +1,7 @@
 #!/usr/bin/python3
 """Descriptor leaks (issue 6): drive every request and extension, including
 failing ones, and compare the server's open descriptors (/proc/PID/fd)
-before and after, once the idle splice pipes are closed: they must be the
-same, with no tolerance.  Then leave handles open and close stdin, so the forced
+before and after: they must be the same, with no tolerance.  Then leave handles open and close stdin, so the forced
 close at exit runs too (a memory checker wrapped around the server, e.g.
 valgrind via --prefix, checks that path for leaks).
 
@@ -26,8 +25,8 @@ from sftpclient import (  # noqa: E402
     FXP_HANDLE, string)
 
 FAILED = []
-# The pool closes idle splice pipes after a second; under valgrind the
-# server runs far slower, so wait up to this long for it.
+# Under valgrind the server runs far slower: wait up to this long for it
+# to finish what it was sent.
 IDLE_WAIT = 10.0
 
 
@@ -145,9 +144,7 @@ def main():
         before = fds(c.proc.pid)
         workload(c)
         c.stat(".")  # everything before it has finished
-        # READ replies borrow splice pipes from a pool that keeps them for
-        # the next READs and closes them after a second of idleness: wait
-        # for that, then nothing may be left over, pipes included.
+        # Nothing may be left over once the session is idle.
         deadline = time.monotonic() + IDLE_WAIT
         while True:
             after = fds(c.proc.pid)

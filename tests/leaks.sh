@@ -8,8 +8,7 @@
 #    valgrind --leak-check=full --track-fds=yes: no definite leak, no
 #    error, no descriptor but stdin/stdout/stderr open at exit;
 #  - tests/leaks.py: every request and extension, failures included, with
-#    /proc/PID/fd compared before and after (exactly equal once idle splice
-#    pipes are closed), then EOF with handles still open (the forced
+#    /proc/PID/fd compared before and after (exactly equal), then EOF with handles still open (the forced
 #    close), also under valgrind.
 #
 # With the io_uring back end valgrind cannot see the kernel filling read
@@ -107,8 +106,7 @@ vg_prefix() {
 }
 
 # vg_clean DIR: every valgrind log in DIR shows no error and no descriptor
-# open at exit but the standard three (the server closes its idle splice
-# pipes before it exits).
+# open at exit but the standard three.
 vg_clean() {
 	local f n=0 bad=0
 	for f in "$1"/vg.*.log; do

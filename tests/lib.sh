@@ -7,7 +7,7 @@
 #                to this directory).  /usr/lib/openssh/sftp-server works too:
 #                then no --backend option is passed.
 #   SERVER_ARGS  extra arguments for every run of the server (word-split).
-#   BACKENDS     the passes to run (default "uring plain copy", see
+#   BACKENDS     the passes to run (default "uring plain", see
 #                setup_passes); OpenSSH's server gets no extra option.
 #   PYTHON3      Python with the standard library (default /usr/bin/python3).
 #   KEEP_WORK=1  keep the temporary directory.
@@ -239,19 +239,18 @@ run_passes() {
 }
 
 # setup_passes: PASS_NAMES[i] and PASS_ARGS[i] (a string of extra server
-# arguments) for each pass: the io_uring and plain back ends, and "copy",
-# io_uring with READ data copied (no splice) and no write merging, so the
-# paths the defaults skip are tested too.  "auto" and "auto-copy" (the same
-# with --backend=auto) are for seccomp-suite.sh, where io_uring is denied.
+# arguments) for each pass: the io_uring and plain back ends ("auto", with
+# --backend=auto, is for seccomp-suite.sh, where io_uring is denied), and
+# "nomerge", io_uring without write merging, for suites that want the path
+# the default skips.
 setup_passes() {
 	local b args
 	PASS_NAMES=()
 	PASS_ARGS=()
-	for b in ${BACKENDS:-uring plain copy}; do
+	for b in ${BACKENDS:-uring plain}; do
 		PASS_NAMES+=("$b")
 		case $b in
-		copy) args="--backend=uring --no-splice --write-merge=0" ;;
-		auto-copy) args="--backend=auto --no-splice --write-merge=0" ;;
+		nomerge) args="--backend=uring --write-merge=0" ;;
 		*) args="--backend=$b" ;;
 		esac
 		if is_openssh_server; then

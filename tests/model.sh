@@ -2,13 +2,12 @@
 # Model-based test of pipelined READ/WRITE/FSTAT/FSETSTAT on one file through
 # two handles, checked reply by reply against an in-memory model and byte
 # for byte at the end (tests/model.py; issue 4).  Runs every seed in each
-# pass of lib.sh (io_uring, plain, and "copy": io_uring with READ data
-# copied, --no-splice, and no write merging); the io_uring and plain passes
-# run twice, with write merging on (default) and off (--write-merge=0).
+# pass of lib.sh (io_uring and plain), each twice: with write merging on
+# (default) and off (--write-merge=0).
 # A back end that does not start is a skipped part (exit 77), not a pass.
 #
 # Environment: SERVER (default ../uring-sftp-server), PYTHON3 (default
-# /usr/bin/python3), BACKENDS (default "uring plain copy"), MODEL_SEEDS
+# /usr/bin/python3), BACKENDS (default "uring plain"), MODEL_SEEDS
 # (seeds per configuration, default 30), MODEL_SEED_BASE (first seed,
 # default 1), MODEL_REQUESTS (requests per seed, default 2000).
 set -eu

@@ -10,10 +10,8 @@
 #    and serves; ENOSYS (a kernel without io_uring) falls back the same way;
 #  - under the filter with --backend=auto: an `sftp -D` transfer, the
 #    differential test against OpenSSH's server (tests/difftest.py) and
-#    the integration suite (tests/integration.sh) all pass, each twice:
-#    --backend=auto (the plain back end, splicing READ data, merging
-#    writes), and the same with --no-splice --write-merge=0.  io_uring is
-#    denied, so these are the two paths left.
+#    the integration suite (tests/integration.sh) all pass with
+#    --backend=auto, which is the plain back end there.
 #
 # For the difftest the fallback line is taken out of the server's log (a
 # wrapper filters it): it is the one line OpenSSH's server cannot have, and
@@ -176,11 +174,11 @@ fi
 
 # --- whole suites under the filter --------------------------------------------
 # run_suite NAME SCRIPT: SCRIPT with SERVER=the wrapper, in the passes
-# auto and auto-copy (see lib.sh); its counts are added to ours, and a skip
+# auto (see lib.sh); its counts are added to ours, and a skip
 # in it is a skipped part of this suite.
 run_suite() {
 	echo "=== $1 under the filter"
-	SERVER=$WRAPPED BACKENDS="auto auto-copy" \
+	SERVER=$WRAPPED BACKENDS="auto" \
 		run_counted "$1 under the filter" "$WORK/$1.out" "$2"
 }
 for suite in ${SECCOMP_SUITES:-difftest integration}; do

@@ -1,0 +1,30 @@
+/* Growing our stdin and stdout pipes.  sshd moves data through them in
+ * small pieces; bigger pipes mean fewer, larger turns of our loop and of
+ * sshd's.  Pipes are charged to their user's pipe quota
+ * (fs.pipe-user-pages-soft), shared by all of the user's processes, so a
+ * session grows them only within its share of it. */
+#ifndef STDIO_PIPES_H
+#define STDIO_PIPES_H
+
+#include "pipe-quota.h"
+
+/* Grow a stdio pipe of ours (stdin first, then stdout) as far as the
+ * session's share allows. */
+void stdio_pipe_grow(int fd);
+
+/* The decisions, pure (tests/check_pipes.c).  Sizes in pages. */
+/* Pages one session may grow its stdio pipes by, given what it would like
+ * and how many sessions of this server the user runs now. */
+unsigned long pipe_session_budget(const struct pipe_limits *l,
+                                  unsigned long want, unsigned sessions);
+/* The size (pages, a power of two up to want) a stdio pipe of old pages
+ * may grow to, when the others grew by used and keep pages must stay in
+ * the budget (for stdout, when stdin is grown first); 0: none larger than
+ * old. */
+unsigned long pipe_stdio_size(unsigned long budget, unsigned long used,
+                              unsigned long old, unsigned long want,
+                              unsigned long keep);
+/* Pages of the user's quota a session leaves free for other programs. */
+unsigned long pipe_reserve_pages(const struct pipe_limits *l);
+
+#endif

@@ -1,0 +1,152 @@
+/* The session's memory for READ data in flight: see readmem.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "readmem.h"
+
+/* --- The ring (pure) ----------------------------------------------------- */
+
+int readmem_ring_init(struct readmem_ring *r, size_t size, unsigned max_pieces)
+{
+	r->size = size;
+	r->first = r->count = 0;
+	r->cap = max_pieces > 0 ? max_pieces : 1;
+	r->pieces = calloc(r->cap, sizeof(*r->pieces));
+	return r->pieces != NULL ? 0 : -1;
+}
+
+void readmem_ring_free(struct readmem_ring *r)
+{
+	free(r->pieces);
+	r->pieces = NULL;
+	r->cap = r->count = r->first = 0;
+}
+
+static struct readmem_piece *piece_at(const struct readmem_ring *r, unsigned i)
+{
+	return &r->pieces[(r->first + i) % r->cap];
+}
+
+int readmem_ring_take(struct readmem_ring *r, size_t len, size_t *off)
+{
+	const struct readmem_piece *oldest, *newest;
+	struct readmem_piece *p;
+	size_t end, at;
+
+	if (len == 0 || len > r->size || r->count == r->cap)
+		return -1;
+	if (r->count == 0) {
+		at = 0;
+	} else {
+		oldest = piece_at(r, 0);
+		newest = piece_at(r, r->count - 1);
+		end = newest->off + newest->len;
+		if (newest->off >= oldest->off) {
+			/* Not wrapped: room after the newest, else from the
+			 * start up to the oldest. */
+			if (r->size - end >= len)
+				at = end;
+			else if (oldest->off >= len)
+				at = 0;
+			else
+				return -1;
+		} else if (oldest->off - end >= len) {
+			at = end; /* wrapped: only between the two */
+		} else {
+			return -1;
+		}
+	}
+	p = piece_at(r, r->count);
+	p->off = at;
+	p->len = len;
+	p->live = 1;
+	r->count++;
+	*off = at;
+	return (int)((r->first + r->count - 1) % r->cap);
+}
+
+void readmem_ring_give(struct readmem_ring *r, int slot)
+{
+	if (slot < 0 || (unsigned)slot >= r->cap)
+		return;
+	r->pieces[slot].live = 0;
+	/* The oldest pieces given back free their room; a piece given back
+	 * out of order waits for those before it. */
+	while (r->count > 0 && !piece_at(r, 0)->live) {
+		r->first = (r->first + 1) % r->cap;
+		r->count--;
+	}
+	while (r->count > 0 && !piece_at(r, r->count - 1)->live)
+		r->count--;
+}
+
+size_t readmem_ring_held(const struct readmem_ring *r)
+{
+	const struct readmem_piece *oldest, *newest;
+	size_t end;
+
+	if (r->count == 0)
+		return 0;
+	oldest = piece_at(r, 0);
+	newest = piece_at(r, r->count - 1);
+	end = newest->off + newest->len;
+	if (newest->off >= oldest->off)
+		return end - oldest->off;
+	return r->size - oldest->off + end;
+}
+
+/* --- The session's region ------------------------------------------------ */
+
+static struct readmem_ring ring;
+static uint8_t *base;
+static int touched;
+
+int readmem_init(unsigned max_pieces)
+{
+	void *p;
+
+	if (base != NULL)
+		return 0;
+	p = mmap(NULL, READMEM_BYTES, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (readmem_ring_init(&ring, READMEM_BYTES, max_pieces) != 0) {
+		munmap(p, READMEM_BYTES);
+		return -ENOMEM;
+	}
+
+	base = p;
+	return 0;
+}
+
+uint8_t *readmem_take(size_t len, int *slot)
+{
+	size_t off;
+
+	if (base == NULL || (*slot = readmem_ring_take(&ring, len, &off)) < 0)
+		return NULL;
+	touched = 1;
+	return base + off;
+}
+
+void readmem_give(int slot)
+{
+	readmem_ring_give(&ring, slot);
+}
+
+int readmem_reclaimable(void)
+{
+	return base != NULL && touched && ring.count == 0;
+}
+
+void readmem_release_idle(void)
+{
+	if (!readmem_reclaimable())
+		return;
+	(void)madvise(base, READMEM_BYTES, MADV_DONTNEED);
+	touched = 0;
+}

@@ -1,0 +1,88 @@
+/* Unit tests of readmem.c's ring: where pieces of READ memory go. */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+
+#include "readmem.h"
+
+/* The ring under READ memory: pieces taken in order, wrapping, given back
+ * in or out of order, never overlapping, never more than the region. */
+START_TEST(test_read_memory_ring)
+{
+	struct readmem_ring r;
+	size_t off[4];
+	int slot[4];
+
+	ck_assert_int_eq(readmem_ring_init(&r, 100, 4), 0);
+	ck_assert_int_eq(readmem_ring_take(&r, 101, &off[0]), -1);
+	ck_assert_int_eq(readmem_ring_take(&r, 0, &off[0]), -1);
+	slot[0] = readmem_ring_take(&r, 40, &off[0]);
+	slot[1] = readmem_ring_take(&r, 40, &off[1]);
+	ck_assert_int_ge(slot[0], 0);
+	ck_assert_int_ge(slot[1], 0);
+	ck_assert_uint_eq(off[0], 0);
+	ck_assert_uint_eq(off[1], 40);
+	/* 20 left at the end, none at the start. */
+	ck_assert_int_eq(readmem_ring_take(&r, 30, &off[2]), -1);
+	ck_assert_uint_eq(readmem_ring_held(&r), 80);
+	/* The second given back first: the first still holds 0-40. */
+	readmem_ring_give(&r, slot[1]);
+	ck_assert_uint_eq(readmem_ring_held(&r), 40);
+	slot[1] = readmem_ring_take(&r, 60, &off[1]);
+	ck_assert_int_ge(slot[1], 0);
+	ck_assert_uint_eq(off[1], 40);
+	readmem_ring_give(&r, slot[0]);
+	/* Wraps to the start, below the oldest (40). */
+	slot[2] = readmem_ring_take(&r, 30, &off[2]);
+	ck_assert_int_ge(slot[2], 0);
+	ck_assert_uint_eq(off[2], 0);
+	ck_assert_int_eq(readmem_ring_take(&r, 11, &off[3]), -1);
+	slot[3] = readmem_ring_take(&r, 10, &off[3]);
+	ck_assert_uint_eq(off[3], 30);
+	ck_assert_uint_eq(readmem_ring_held(&r), 100);
+	ck_assert_int_eq(readmem_ring_take(&r, 1, &off[0]), -1);
+	readmem_ring_give(&r, slot[1]);
+	readmem_ring_give(&r, slot[2]);
+	readmem_ring_give(&r, slot[3]);
+	ck_assert_uint_eq(readmem_ring_held(&r), 0);
+	ck_assert_int_ge(readmem_ring_take(&r, 100, &off[0]), 0);
+	ck_assert_uint_eq(off[0], 0);
+	readmem_ring_free(&r);
+}
+END_TEST
+
+/* Every slot in use: no more pieces, whatever room is left. */
+START_TEST(test_read_memory_ring_slots)
+{
+	struct readmem_ring r;
+	size_t off;
+	int i, slot[3];
+
+	ck_assert_int_eq(readmem_ring_init(&r, 1000, 3), 0);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_ge(slot[i] = readmem_ring_take(&r, 10, &off), 0);
+	ck_assert_int_eq(readmem_ring_take(&r, 10, &off), -1);
+	readmem_ring_give(&r, slot[0]);
+	ck_assert_int_ge(readmem_ring_take(&r, 10, &off), 0);
+	ck_assert_uint_eq(off, 30);
+	readmem_ring_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("readmem");
+	TCase *tc = tcase_create("ring");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_read_memory_ring);
+	tcase_add_test(tc, test_read_memory_ring_slots);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
