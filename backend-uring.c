@@ -86,6 +86,7 @@ static int uring_submit(struct io_op *op)
 	case IO_WRITE:
 	case IO_WRITEV:
 	case IO_COPY_RANGE:
+	case IO_CALL:  /* io_submit gives these to the workers */
 		break; /* done above */
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);
@@ -160,6 +161,13 @@ static unsigned uring_in_flight(void)
 	return in_flight + queued + written.count;
 }
 
+/* Writes and copy_file_range (uring_submit says why). */
+static int uring_runs_at_submit(const struct io_op *op)
+{
+	return op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
+	       op->opcode == IO_COPY_RANGE;
+}
+
 static void uring_shutdown(void)
 {
 	if (ring_ready)
@@ -175,5 +183,6 @@ const struct io_backend uring_backend = {
     .completion_fd = uring_completion_fd,
     .reap = uring_reap,
     .in_flight = uring_in_flight,
+    .runs_at_submit = uring_runs_at_submit,
     .shutdown = uring_shutdown,
 };

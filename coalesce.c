@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "io.h"
 #include "coalesce.h"
 
 /* Enough iovecs for 256 KiB of 4 KiB writes; a run that fills them is
@@ -143,7 +144,7 @@ static void run_done(struct io_op *op)
 			run_advance(run, (size_t)n);
 			if (run->io.offset != IO_NO_OFFSET)
 				run->io.offset += (uint64_t)n;
-			if ((rc = backend->submit(&run->io)) == 0)
+			if ((rc = io_submit(&run->io)) == 0)
 				return;
 			n = rc;
 		}
@@ -164,7 +165,7 @@ static int run_submit(struct write_run *run)
 	run->io.iovcnt = run->iovcnt;
 	run->io.done = run_done;
 	run->io.owner = run;
-	if ((rc = backend->submit(&run->io)) == 0)
+	if ((rc = io_submit(&run->io)) == 0)
 		unlink_pending(run);
 	return rc;
 }

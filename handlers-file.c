@@ -22,6 +22,7 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
+#include "listing.h"
 #include "log.h"
 #include "parse.h"
 #include "readahead.h"
@@ -31,8 +32,12 @@
 #include "sftp.h"
 #include "status.h"
 
-/* READDIR sends at most this many names per reply, as OpenSSH does. */
-#define READDIR_BATCH 100
+/* READDIR sends at most this many names per reply (OpenSSH: 100), and
+ * stops adding names once the reply is about this long: every client
+ * takes packets of 64 KiB (libssh2, paramiko, sshfs, lftp, OpenSSH and
+ * rclone take 256 KiB).  Fewer, longer replies are fewer round trips. */
+#define READDIR_BATCH 1024
+#define READDIR_REPLY_BYTES (60 * 1024)
 /* DATA reply header: length, type, id, data length. */
 #define DATA_HEADER_LEN 13
 
@@ -144,12 +149,59 @@ static int set_blocking_mode(struct handle *h)
 	return 0;
 }
 
+/* The handle for what an OPEN or OPENDIR opened: in the slot it took as
+ * it started (so handles are numbered in arrival order, as OpenSSH's),
+ * or a new one.  The index, or -1. */
+static int handle_take(struct request *req, enum handle_kind kind, int fd,
+                       DIR *dirp, int flags, const struct stat *st)
+{
+	int idx = req->reserved_handle;
+
+	if (idx == -1)
+		return handle_new_stat(kind, req->opened_name, fd, dirp, flags,
+		                       st);
+	if (handle_fill(idx, kind, req->opened_name, fd, dirp, flags, st) != 0)
+		return -1; /* the slot goes back with the request */
+	req->reserved_handle = -1;
+	return idx;
+}
+
+/* The loop's part of an OPEN: a handle for the file the handler opened
+ * (maybe in a worker thread), in the loop because the handle table is the
+ * loop's.  Nothing here waits on the storage: the fstat() was done with
+ * the open. */
+static void open_finish(struct request *req)
+{
+	struct handle *h;
+	uint32_t status = SSH2_FX_FAILURE;
+	int idx, fd = req->opened_fd, flags = req->opened_flags;
+
+	idx = handle_take(req, HANDLE_FILE, fd, NULL, flags,
+	                  req->opened_has_st ? &req->opened_st : NULL);
+	req->opened_fd = -1;
+	if (idx == -1) {
+		close(fd);
+	} else if (set_blocking_mode(h = handle_get(idx, HANDLE_FILE)) == -1) {
+		status = errno_to_status(errno);
+		handle_close(idx);
+	} else {
+		if ((flags & O_ACCMODE) != O_WRONLY)
+			readahead_on_open(h);
+		send_handle(req, idx);
+		status = SSH2_FX_OK;
+	}
+	if (status != SSH2_FX_OK)
+		send_status(req, status);
+	free(req->opened_name);
+	req->opened_name = NULL;
+}
+
 int process_open(struct request *req)
 {
 	struct attrib a;
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
-	int flags, mode, fd, idx, rc, use;
+	int flags, mode, fd, rc, use;
 
 	if (get_string(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -177,20 +229,15 @@ int process_open(struct request *req)
 		status = SSH2_FX_PERMISSION_DENIED;
 	} else if ((fd = open_file(name, &flags, mode)) == -1) {
 		status = errno_to_status(errno);
-	} else if ((idx = handle_new(HANDLE_FILE, name, fd, NULL, flags)) ==
-	           -1) {
-		close(fd);
-	} else if (set_blocking_mode(handle_get(idx, HANDLE_FILE)) == -1) {
-		status = errno_to_status(errno);
-		handle_close(idx);
 	} else {
-		if ((flags & O_ACCMODE) != O_WRONLY)
-			readahead_on_open(handle_get(idx, HANDLE_FILE));
-		send_handle(req, idx);
-		status = SSH2_FX_OK;
+		req->opened_fd = fd;
+		req->opened_flags = flags;
+		req->opened_has_st = fstat(fd, &req->opened_st) == 0;
+		req->opened_name = name;
+		req->io_finish = open_finish;
+		return HANDLER_FINISH;
 	}
-	if (status != SSH2_FX_OK)
-		send_status(req, status);
+	send_status(req, status);
 	free(name);
 	return HANDLER_DONE;
 }
@@ -208,16 +255,46 @@ static void log_close(int idx)
 		logit("closedir \"%s\"", handle_name(idx));
 }
 
+/* CLOSE's close(2), in a worker thread: on network storage it waits
+ * for the data to be written back. */
+static void close_call(struct io_op *op)
+{
+	int rc = op->buf != NULL ? closedir(op->buf) : close(op->fd);
+
+	op->result = rc == 0 ? 0 : -errno;
+}
+
+static void close_finish(struct request *req)
+{
+	if (req->io.result < 0)
+		errno = (int)-req->io.result;
+	send_result(req, req->io.result < 0 ? -1 : 0);
+}
+
 int process_close(struct request *req)
 {
-	int idx;
+	DIR *dirp;
+	int idx, fd;
 
 	if (get_handle(req, "process_close", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
 	log_close(idx);
-	send_result(req, handle_close(idx));
-	return HANDLER_DONE;
+	/* The slot is free now, as OpenSSH's is once it answers: later
+	 * requests see the handle gone. */
+	if (handle_detach(idx, &fd, &dirp) != 0) {
+		errno = ENOENT;
+		send_result(req, -1);
+		return HANDLER_DONE;
+	}
+	memset(&req->io, 0, sizeof(req->io));
+	req->io.opcode = IO_CALL;
+	req->io.call = close_call;
+	req->io.fd = fd;
+	req->io.buf = dirp;
+	req->io.owner = req;
+	req->io_finish = close_finish;
+	return HANDLER_IO;
 }
 
 /* OpenSSH seeks, then reads or writes, and names the failing step in its
@@ -463,11 +540,27 @@ int process_fsetstat(struct request *req)
 	return HANDLER_DONE;
 }
 
+static void opendir_finish(struct request *req)
+{
+	DIR *dirp = req->opened_dir;
+	int idx;
+
+	req->opened_dir = NULL;
+	if ((idx = handle_take(req, HANDLE_DIR, -1, dirp, 0, NULL)) == -1) {
+		closedir(dirp);
+		send_status(req, SSH2_FX_FAILURE);
+	} else {
+		send_handle(req, idx);
+	}
+	free(req->opened_name);
+	req->opened_name = NULL;
+}
+
 int process_opendir(struct request *req)
 {
 	char *path;
 	DIR *dirp;
-	int idx, rc;
+	int rc;
 
 	if (get_string(req, "process_opendir", &path) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -478,45 +571,32 @@ int process_opendir(struct request *req)
 	logit("opendir \"%s\"", path);
 	if ((dirp = opendir_by_name(path)) == NULL) {
 		send_errno(req);
-	} else if ((idx = handle_new(HANDLE_DIR, path, -1, dirp, 0)) == -1) {
-		closedir(dirp);
-		send_status(req, SSH2_FX_FAILURE);
-	} else {
-		send_handle(req, idx);
+		free(path);
+		return HANDLER_DONE;
 	}
-	free(path);
-	return HANDLER_DONE;
+	req->opened_dir = dirp;
+	req->opened_name = path;
+	req->io_finish = opendir_finish;
+	return HANDLER_FINISH;
 }
 
-/* Append one NAME entry: file name, long name, lstat attributes.  The
- * entry is looked up in the directory the handle holds open, not by its
- * path again: that may lead elsewhere by now (and out of --confine). */
-static int put_dir_entry(struct request *req, DIR *dirp, const char *dir,
-                         const char *name, time_t now)
+/* Append one NAME entry: file name, long name, lstat attributes. */
+static void put_dir_entry(struct request *req, const struct listing_entry *e,
+                          time_t now)
 {
-	const char *look = name;
 	char *longname;
 	struct attrib a;
-	struct stat st;
 	int rc;
 
-	/* The confinement directory's ".." is outside: show it as itself,
-	 * as a chroot does. */
-	if (confine_active() && strcmp(name, "..") == 0 &&
-	    strcmp(dir, confine_root()) == 0)
-		look = ".";
-	if (fstatat(dirfd(dirp), look, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return 0; /* skipped, as OpenSSH skips entries it cannot stat */
-	if ((longname = ls_longname(name, &st, now)) == NULL)
-		return 0;
-	attrib_from_stat(&st, &a);
-	rc = wbuf_put_cstring(&req->reply, name) == BUF_OK &&
+	if ((longname = ls_longname(e->name, &e->st, now)) == NULL)
+		fatal_exit(255, "process_readdir: out of memory");
+	attrib_from_stat(&e->st, &a);
+	rc = wbuf_put_cstring(&req->reply, e->name) == BUF_OK &&
 	     wbuf_put_cstring(&req->reply, longname) == BUF_OK &&
 	     attrib_encode(&req->reply, &a) == BUF_OK;
 	free(longname);
 	if (!rc)
 		fatal_exit(255, "process_readdir: encode failed");
-	return 1;
 }
 
 /* The fine-grained clock: file times may be fine-grained too (multigrain
@@ -533,10 +613,11 @@ static time_t wall_clock_now(void)
 
 int process_readdir(struct request *req)
 {
-	struct dirent *dp;
+	struct listing l = {0};
 	struct handle *h;
 	uint32_t count = 0;
 	time_t now = wall_clock_now();
+	size_t i;
 	int idx;
 
 	if (get_handle(req, "process_readdir", &idx) != 0)
@@ -550,8 +631,20 @@ int process_readdir(struct request *req)
 	reply_begin(req, SSH2_FXP_NAME);
 	if (wbuf_put_u32(&req->reply, 0) != BUF_OK) /* count, patched below */
 		fatal_exit(255, "process_readdir: encode failed");
-	while (count < READDIR_BATCH && (dp = readdir(h->dirp)) != NULL)
-		count += put_dir_entry(req, h->dirp, h->name, dp->d_name, now);
+	/* Entries that cannot be looked up are skipped, as OpenSSH skips
+	 * them: a batch of those only is followed by another. */
+	do {
+		if (listing_read(h->dirp, &l, READDIR_BATCH,
+		                 READDIR_REPLY_BYTES) != 0)
+			fatal_exit(255, "process_readdir: out of memory");
+		listing_stat(h->dirp, h->name, &l);
+		for (i = 0; i < l.n; i++)
+			if (l.e[i].ok) {
+				put_dir_entry(req, &l.e[i], now);
+				count++;
+			}
+	} while (count == 0 && l.n > 0);
+	listing_free(&l);
 	if (count == 0) {
 		send_status(req, SSH2_FX_EOF);
 		return HANDLER_DONE;

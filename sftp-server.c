@@ -39,6 +39,7 @@
 #include "output.h"
 #include "readmem.h"
 #include "stdio-pipes.h"
+#include "workers.h"
 #include "queue.h"
 #include "xferlog.h"
 #include "server.h"
@@ -166,6 +167,33 @@ static void set_handle_limit(void)
 		handle_set_limit((unsigned)rl.rlim_cur);
 }
 
+/* The worker threads' signal that a job finished (workers.h): blocked
+ * but while the loop sleeps in ppoll, which it then wakes.  The handler
+ * has nothing to do: the loop reaps what finished when it wakes. */
+static sigset_t sleep_mask;
+
+static void on_worker_done(int sig)
+{
+	(void)sig;
+}
+
+static void setup_worker_signal(void)
+{
+	struct sigaction sa;
+	sigset_t block;
+	int sig = SIGRTMIN;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_worker_done;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, sig);
+	sigprocmask(SIG_BLOCK, &block, &sleep_mask);
+	sigdelset(&sleep_mask, sig);
+	workers_init(sig);
+}
+
 /* Sleep until what session_plan() asks for, and tell session_wake() what
  * happened. */
 static void wait_for_events(void)
@@ -186,12 +214,13 @@ static void wait_for_events(void)
 		    (struct pollfd){STDOUT_FILENO, w.output ? POLLOUT : 0, 0};
 	if (w.completion_fd >= 0)
 		pfd[nfds++] = (struct pollfd){w.completion_fd, POLLIN, 0};
+
 	if (w.timeout_ns >= 0) {
 		pause.tv_sec = w.timeout_ns / 1000000000;
 		pause.tv_nsec = w.timeout_ns % 1000000000;
 		timeout = &pause;
 	}
-	rc = ppoll(pfd, (nfds_t)nfds, timeout, NULL);
+	rc = ppoll(pfd, (nfds_t)nfds, timeout, &sleep_mask);
 	if (rc == -1 && errno != EINTR) {
 		error("poll: %s", strerror(errno));
 		cleanup_exit(2);
@@ -297,6 +326,7 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	setup_worker_signal();
 	set_handle_limit();
 	tune_stdio(STDIN_FILENO);
 	tune_stdio(STDOUT_FILENO);

@@ -1,5 +1,5 @@
 /* The monotonic clock in nanoseconds: what the loop's decisions are
- * given as "now", and what the pipe pool times its spares by. */
+ * given as "now", and what the storage-latency check times calls by. */
 #ifndef MONOTONIC_H
 #define MONOTONIC_H
 

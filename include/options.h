@@ -19,8 +19,8 @@ struct options {
 	unsigned umask_value;        /* -u */
 	enum backend_choice backend; /* --backend=uring|plain|auto */
 	unsigned queue_depth;        /* --queue-depth=N: requests in flight */
-	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
-	int confine;          /* --confine[=DIR] */
+	unsigned write_merge;    /* --write-merge=BYTES: 0 turns merging off */
+	int confine;             /* --confine[=DIR] */
 	const char *confine_dir; /* DIR as given (NULL: the start directory) */
 	char *xferlog_path;      /* --xferlog=FILE */
 	int xferlog_format;      /* --xferlog-format: enum xferlog_format */

@@ -49,6 +49,10 @@ int get_data(struct request *req, const char *fn, const uint8_t **p,
              size_t *len);
 int get_attrib(struct request *req, const char *fn, struct attrib *a);
 
+/* Would fields of this shape (s a string, u a uint32, U a uint64, a
+ * attributes) read from r without a parse error?  Reads a copy. */
+int fields_well_formed(struct rbuf r, const char *shape);
+
 /* The one place where --confine resolves a request's path (the readers
  * above call it): for a handler that reads its path field itself, call it
  * once all fields are read, with use = path_use_of(req, n) for its n-th

@@ -41,7 +41,9 @@ struct session_wait {
 	int input;          /* wait for stdin to be readable */
 	int watch_output;   /* watch stdout for its reader leaving */
 	int output;         /* ... and for room in it */
-	int completion_fd;  /* wait for this to be readable, or -1 */
+	int completion_fd;  /* the back end's: wait for it to be readable, or
+	                     * -1 (worker threads wake the sleep with a
+	                     * signal: workers.h) */
 	int64_t timeout_ns; /* wake after this long at most; -1: no limit */
 };
 /* What to sleep on, at now_ns. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "io.h"
 #include "handle.h"
 #include "log.h"
 #include "readahead.h"
@@ -142,8 +143,8 @@ static void hold_shutdown(void)
 }
 
 static const struct io_backend hold_backend = {
-    "hold",  hold_init, hold_submit,    hold_flush,
-    hold_fd, hold_reap, hold_in_flight, hold_shutdown,
+    "hold",    hold_init,      hold_submit, hold_flush,    hold_fd,
+    hold_reap, hold_in_flight, NULL,        hold_shutdown,
 };
 
 START_TEST(test_hint_after_close_keeps_its_file)
