@@ -808,6 +808,9 @@ def main():
     ap.add_argument("--only", default="*")
     ap.add_argument("-v", "--verbose", action="store_true")
     ARGS = ap.parse_args()
+    # Stopped from outside: unwind, so that servers are killed and the
+    # overlay is unmounted (readsafety.sh's trap does the rest).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ARGS.server = os.path.abspath(ARGS.server)
     for what, path in (("server", ARGS.server), ("OpenSSH's server",
                                                   ARGS.openssh)):

@@ -35,6 +35,7 @@ FUSE_PIDS=()
 LEASE_TIME=/proc/sys/fs/lease-break-time
 OLD_LEASE_TIME=
 
+# shellcheck disable=SC2317 # run by the EXIT trap
 rs_cleanup() {
 	local i pid
 	set +e
@@ -42,6 +43,8 @@ rs_cleanup() {
 	# the reverse order of mounting (FUSE before the tmpfs below it).
 	umount_below "$WORK/ovl"
 	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+		# (a FUSE daemon stopped by a signal unmounts by itself)
+		mountpoint -q "${MOUNTS[$i]}" || continue
 		if ! umount "${MOUNTS[$i]}" 2>/dev/null; then
 			sleep 0.5
 			umount "${MOUNTS[$i]}" || umount -l "${MOUNTS[$i]}"
@@ -94,7 +97,7 @@ mount_loop() {
 	TARGETS+=(--target "$name=$MNT/$name/rs")
 }
 
-for tool in losetup mount umount; do
+for tool in losetup mount umount mountpoint; do
 	command -v $tool >/dev/null || skip_all "no $tool"
 done
 
