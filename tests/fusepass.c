@@ -498,10 +498,12 @@ int main(int argc, char *argv[])
 	conf.delay_ms = UINT_MAX;
 	if (fuse_opt_parse(&args, &conf, option_spec, take_source) != 0)
 		return 1;
-	/* An explicit thread limit (one given on the command line comes
-	 * later and wins): libfuse 3.14 otherwise complains about its own
-	 * default. */
-	if (fuse_opt_insert_arg(&args, 1, "-omax_threads=64") != 0)
+	/* Explicit thread limits (options given on the command line come
+	 * later and win): libfuse 3.14 otherwise complains about its own
+	 * default for idle threads.  Idle threads stay, so that a burst of
+	 * slow calls does not start and stop threads. */
+	if (fuse_opt_insert_arg(&args, 1, "-omax_threads=64") != 0 ||
+	    fuse_opt_insert_arg(&args, 1, "-omax_idle_threads=64") != 0)
 		return 1;
 	if (conf.show_help) {
 		usage(argv[0]);
