@@ -608,8 +608,6 @@ def stalled_run(kind, target, owner, rsize, action, limit):
                 res.problems += exp.check_eof(off)
             else:
                 res.problems.append("READ(%d, %d): %r" % (off, rsize, rep))
-            if len(res.problems) > 4:
-                break
         if res.took is None:
             if action == "session-open":
                 rep2 = s2.expect(rid2, 20)
@@ -724,8 +722,6 @@ def steady_run(kind, target, owner, how, limit):
                 eof = True
             else:
                 res.problems.append("READ(%d, %d): %r" % (off, chunk, rep))
-            if len(res.problems) > 4:
-                break
         if child is not None:
             r = action_result(child, 20)
             if r is None:
