@@ -1081,7 +1081,10 @@ def main():
     t0 = time.monotonic()
     total = tolerated = 0
     if args.selftest:
-        return selftest(args, seeds, label)
+        rc = selftest(args, seeds, label)
+        if own_dir is not None:
+            remove_tree(own_dir)
+        return rc
     for seed in seeds:
         s = Seed(args, seed, args.ops)
         try:
