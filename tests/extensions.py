@@ -592,8 +592,18 @@ def t_vendor_id():
             return "check-file-handle for WinSCP"
         # paramiko's check-file keeps the draft's reply
         parse_check(c.check_file_handle(h, "sha1", name="check-file"))
-        # a malformed one ends the session, as any malformed request
-        c.extended("vendor-id", sc.string("x"), wait=False)
+        # A malformed one (it only informs) is answered "Bad message" and
+        # the session goes on: a field cut short, none at all, a length
+        # past the packet, a string longer than any allowed.
+        for body in (sc.string("x"), b"", sc.string("v") + sc.u32(1000),
+                     sc.string("v") + sc.string("p") + sc.string("1")
+                     + b"\0\0", sc.u32(0xfffffff0) + b"x"):
+            rep = c.extended("vendor-id", body)
+            if not rep.is_status(sc.FX_BAD_MESSAGE):
+                return "malformed vendor-id %r: %r" % (body, rep)
+        c.check_ok(c.vendor_id("v", "p", "1", 1), "vendor-id after them")
+        if c.stat("small").type != sc.FXP_ATTRS:
+            return "the session does not go on after a malformed vendor-id"
         c.close_stdin()
         rc = c.wait()
         log = c.stderr_bytes().decode()
@@ -601,8 +611,8 @@ def t_vendor_id():
         '"Some Vendor"'
     if want not in log:
         return "no VERBOSE line %r in %r" % (want, log[-500:])
-    if rc != 255 or "process_extended_vendor_id" not in log:
-        return "malformed vendor-id: exit %r" % rc
+    if rc != 0 or "vendor-id: incomplete message; answered" not in log:
+        return "malformed vendor-id: exit %r, log %r" % (rc, log[-500:])
     return None
 
 
