@@ -765,6 +765,50 @@ def t_xferlog_json():
     return None
 
 
+def t_xferlog_json_bytes():
+    """Names that are not UTF-8 (and some that are): every line parses,
+    valid UTF-8 is kept as it is, and each other byte is \\udcXX, so that
+    the surrogateescape encoding gives the name's bytes back."""
+    log = path("xfer-bytes.json")
+    names = [b"caf\xe9", b"x\xc0\xafy", b"caf\xc3\xa9",
+             b"\xe6\x97\xa5\xf0\x9f\x98\x80", b"c\x01t\x1fl\x7f",
+             b"surr\xed\xa0\x80", b"over\xe0\x80\xaf", b"cut\xe2\x82",
+             b"big\xf4\x90\x80\x80", b"f5\xf5\xff", b"cont\x80\xbf",
+             b"tab\tnl\ncr\r", b'q"b\\', b"end\xc3"]
+    # The host field comes from SSH_CONNECTION: not UTF-8 either.
+    envb = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    envb[b"SSH_CONNECTION"] = b"h\xe9st 1 2 3"
+    with xfer_session(log, ["--xferlog-format=json"], env=envb) as c:
+        for n in names:
+            c.put_bytes(n, b"y")
+    raw = read_file("xfer-bytes.json")
+    lines = raw.split(b"\n")
+    if lines[-1] != b"" or len(lines) != len(names) + 1:
+        return "%d lines for %d names" % (len(lines) - 1, len(names))
+    for n, line in zip(names, lines):
+        try:
+            # Bytes, as a reader of the file gets them (json.loads takes
+            # UTF-8): the line itself must be valid UTF-8.
+            obj = json.loads(line)
+        except ValueError as e:
+            return "line for %r does not parse: %s: %r" % (n, e, line)
+        got = obj["path"].encode("utf-8", "surrogateescape")
+        if got != os.fsencode(OPTS.dir) + b"/" + n:
+            return "path of %r came back as %r (line %r)" % (n, got, line)
+        if any(c < 0x20 or c == 0x7f for c in line):
+            return "a control byte is not escaped in %r" % line
+        if obj["host"].encode("utf-8", "surrogateescape") != b"h\xe9st":
+            return "host %r" % obj["host"]
+    # Valid UTF-8 passes through unescaped; the bytes that are not, as
+    # \\udcXX.
+    if b"caf\xc3\xa9" not in lines[2] or b"caf\\udce9" not in lines[0]:
+        return "escaping of caf\\xe9 / caf\\xc3\\xa9: %r %r" % (
+            lines[0], lines[2])
+    if b"\xf0\x9f\x98\x80" not in lines[3]:
+        return "a 4-byte character was escaped: %r" % lines[3]
+    return None
+
+
 def t_xferlog_concurrent():
     """Sessions sharing one log: every line whole, none lost."""
     log = path("xfer.shared")
