@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 import zlib
 
@@ -613,6 +614,108 @@ def t_vendor_id():
         return "no VERBOSE line %r in %r" % (want, log[-500:])
     if rc != 0 or "vendor-id: incomplete message; answered" not in log:
         return "malformed vendor-id: exit %r, log %r" % (rc, log[-500:])
+    return None
+
+
+# ------------------------------------------------------- a client gone
+
+SPARSE_SIZE = 64 << 30  # hours of hashing, seconds to minutes of copying
+GONE_LIMIT = 1.0        # seconds from the client's leaving to the exit
+
+
+def limit_file_size():
+    """A guard for a server that does not stop: copy-file writes zeros for
+    the sparse source, and 64 GiB of them would fill the disk."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8 << 30, 8 << 30))
+
+
+def start_long_work(c, what):
+    """Send the request named what without waiting; its id."""
+    big = "sparse-64g"
+    if what == "check-file-name":
+        return c.check_file_name(big, "md5", wait=False)
+    if what == "check-file-handle":
+        h = c.check_handle(c.open(big, FXF_READ))
+        return c.check_file_handle(h, "sha256", wait=False)
+    if what == "copy-data":
+        src = c.check_handle(c.open(big, FXF_READ))
+        dst = c.check_handle(c.open("/dev/null", FXF_WRITE))
+        return c.copy_data(src, 0, 0, dst, 0, wait=False)
+    if what == "copy-file":
+        return c.copy_file(big, "sparse-copy", True, wait=False)
+    raise ValueError(what)
+
+
+def long_work_then(what, how):
+    """Start what on the sparse file, let it run 0.2 s, then leave: "both"
+    closes both pipes (the client is gone), "socket" closes a socketpair,
+    "input" closes stdin only and waits for the answer.  The server must
+    stop the work: exit within GONE_LIMIT of the leaving (for "input":
+    answer FAILURE "Cancelled" within the grace and a look, then exit).
+    Returns None or what went wrong."""
+    c = sc.Client(argv("-e", "-l", "INFO"), cwd=OPTS.dir,
+                  socketpair=(how == "socket"), preexec_fn=limit_file_size)
+    try:
+        c.init(3)
+        rid = start_long_work(c, what)
+        time.sleep(0.2)
+        if c.proc.poll() is not None:
+            return "the server exited before the client left"
+        t0 = time.monotonic()
+        if how == "input":
+            c.close_stdin()
+            rep = c.recv(timeout=GONE_LIMIT + 1)
+            took = time.monotonic() - t0
+            if rep.id != rid or not rep.is_status(sc.FX_FAILURE) or \
+                    not rep.msg.startswith(b"Cancelled"):
+                return "%s: the answer after stdin's end: %r" % (what, rep)
+            if took > GONE_LIMIT:
+                return "%s: answered %.2fs after stdin's end" % (what, took)
+        elif how == "socket":
+            c.sock.close()
+            c.sock = None
+        else:
+            c.close_stdin()
+            c.proc.stdout.close()
+        try:
+            rc = c.proc.wait(GONE_LIMIT + 3)
+        except subprocess.TimeoutExpired:
+            return "%s: still running %.1fs after the client left (%s)" % (
+                what, time.monotonic() - t0, how)
+        took = time.monotonic() - t0
+        log = c.stderr_bytes().decode(errors="replace")
+        if took > GONE_LIMIT or rc != 0:
+            return "%s: exit %r %.2fs after the client left (%s)" % (
+                what, rc, took, how)
+        if "cancelled" not in log:
+            return "%s: no log line says it was cancelled: %r" % (
+                what, log[-400:])
+    finally:
+        c.close()
+        if os.path.exists(path("sparse-copy")):
+            os.unlink(path("sparse-copy"))
+    return None
+
+
+def t_cancel_when_client_goes():
+    """A checksum, copy-data or copy-file of a 64 GiB sparse file stops
+    when the client goes away (issue 22)."""
+    with open(path("sparse-64g"), "wb") as f:
+        f.truncate(SPARSE_SIZE)
+    try:
+        for what, how in (("check-file-name", "both"),
+                          ("check-file-handle", "both"),
+                          ("copy-data", "both"), ("copy-file", "both"),
+                          ("check-file-name", "socket"),
+                          ("copy-data", "socket"),
+                          ("check-file-name", "input"),
+                          ("copy-data", "input"), ("copy-file", "input")):
+            err = long_work_then(what, how)
+            if err:
+                return err
+    finally:
+        os.unlink(path("sparse-64g"))
     return None
 
 
