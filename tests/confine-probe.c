@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	abi = (int)syscall(__NR_landlock_create_ruleset, NULL, 0, 1);
-	confine_start(in, NULL);
+	confine_start(in);
 	outside();
 	inside();
 	{
