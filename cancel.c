@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Stopping work whose client has gone; see cancel.h for why. */
 #include "config.h"
 

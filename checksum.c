@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* File checksums: check-file-name, check-file-handle and paramiko's
  * check-file.  The handler checks the request, opens the file (by name) or
  * takes the handle's descriptor, and sets up the first read; the queue

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* --confine: Landlock for what the kernel can enforce, and one resolver of
  * client paths beneath the confinement directory for what it cannot.
  * doc/design.md ("Confinement") explains the split and its limits. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* OpenSSH's extended requests: posix-rename, statvfs, fstatvfs, hardlink,
  * fsync, lsetstat, limits, expand-path, copy-data, home-directory and
  * users-groups-by-id.  They behave, answer and log as in OpenSSH 9.2, the

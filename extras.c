@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* WinSCP's small extras from draft-ietf-secsh-filexfer-extensions-00:
  * space-available, and vendor-id both ways (ours in VERSION, the
  * client's as a request). */

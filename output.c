@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* stdout's one owner: see output.h.  The policies (when to pause, what is
  * still in transit) work on what the operation table reports, so a
  * harness with a fake stdout runs this very code. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The pipe pool.  A READ reply borrows a pipe from its splice into it
  * until its bytes have gone out.  Pipes count against their user's pipe
  * quota (fs.pipe-user-pages-soft, shared by all processes of the user):

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* uring-sftp-server: main, start-up as OpenSSH's sftp-server does it, and
  * the event loop's system calls: ppoll on stdin, stdout and the back end,
  * as session.c decides (session.h); stdin and stdout themselves are read

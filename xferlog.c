@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The transfer log.  Each line is formatted whole and appended with one
  * write(2) to a descriptor opened with O_APPEND, so the lines of
  * concurrent sessions sharing the file never mix, and a line the file

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Work that outlives its client.  A checksum of a 16 TiB sparse file, or a
  * copy-data or copy-file of one, is hours of work for one request; if the
  * client has gone, nobody will read the answer, and the server would go

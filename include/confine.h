@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* --confine: the session may touch nothing outside one directory tree.
  * Landlock enforces it in the kernel for every file access it governs;
  * confine_resolve is the one place that resolves client paths, beneath

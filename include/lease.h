@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Read leases on files whose pages are spliced to stdout.  A spliced READ
  * reply is made of the file's page-cache pages until stdout's reader has
  * read it: whoever truncates or rewrites the file meanwhile changes the

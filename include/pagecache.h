@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* What the page cache holds of a file, asked without reading it
  * (cachestat(2), Linux 6.5 and later).  A READ whose bytes are all there
  * can be spliced from the file straight into stdout when its turn comes:

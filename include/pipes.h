@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* A pool of private pipes for zero-copy READ replies: file bytes are
  * spliced into a pipe, then from the pipe to stdout behind their header. */
 #ifndef PIPES_H

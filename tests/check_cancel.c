@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of cancelling work whose client has gone: when to look at
  * the pipes, and when what was seen means stop. */
 #include "config.h"

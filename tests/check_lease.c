@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of lease.c: a READ splices only under a read lease; someone
  * truncating the file waits until we let go, which we do only once the
  * file's pages are no longer in transit; a closed handle keeps its lease

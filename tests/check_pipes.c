@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the pipe budget: how many pages a session may hold in
  * pipes, the reserve it leaves its user, pipe sizes, and the pool's next
  * step for a READ; then the pool itself on real pipes. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * confine-probe: the kernel half of --confine on its own.  It confines
  * itself with confine_start() as the server does, then makes the system
