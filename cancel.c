@@ -63,10 +63,20 @@ static enum client_presence look(void)
 }
 
 static struct cancel_watch watch;
+static int watching; /* fds 0 and 1 are the client's */
+
+void work_cancel_watch_stdio(void)
+{
+	watching = 1;
+}
 
 int work_cancelled(const char **why)
 {
-	int64_t now = monotonic_ns();
+	int64_t now;
+
+	if (!watching)
+		return 0;
+	now = monotonic_ns();
 
 	if (cancel_look_due(&watch, now))
 		cancel_saw(&watch, look(), now);

@@ -31,6 +31,7 @@
 #endif
 
 #include "backend.h"
+#include "cancel.h"
 #include "coalesce.h"
 #include "confine.h"
 #include "handle.h"
@@ -407,6 +408,8 @@ int main(int argc, char **argv)
 	 * before the first request is read. */
 	if (srv.opt.confine) /* pw is NULL without an entry */
 		start_confined(getuid(), start_dir_reached);
+	/* A checksum or copy stops once its client has gone (cancel.h). */
+	work_cancel_watch_stdio();
 	serve();
 	return 0;
 }

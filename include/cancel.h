@@ -45,6 +45,11 @@ void cancel_saw(struct cancel_watch *w, enum client_presence found,
 /* Should work in progress stop at now_ns? */
 int cancel_should_stop(const struct cancel_watch *w, int64_t now_ns);
 
+/* fds 0 and 1 are the client's pipes: main says so before serving.  Until
+ * then work_cancelled() never stops anything, so that the unit tests and
+ * the fuzzer, whose fds 0 and 1 are whatever ran them (a closed stdin
+ * under dpkg-buildpackage), run every request to its end. */
+void work_cancel_watch_stdio(void);
 /* The process's own watch, for the loops: 1 when the work should stop,
  * with *why saying so for the log and the status message. */
 int work_cancelled(const char **why);

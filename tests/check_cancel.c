@@ -114,6 +114,17 @@ START_TEST(test_pipes_closed_are_seen)
 
 	ck_assert(pipe(in) == 0 && pipe(out) == 0);
 	swap_stdio(in[0], out[1]);
+	close(in[1]);
+	close(out[0]);
+	/* Not watching (a unit test's or the fuzzer's own fds): nothing is
+	 * ever cancelled. */
+	work_cancel_reset();
+	ck_assert_int_eq(work_cancelled(&why), 0);
+	close(in[0]);
+	close(out[1]);
+	ck_assert(pipe(in) == 0 && pipe(out) == 0);
+	ck_assert(dup2(in[0], 0) == 0 && dup2(out[1], 1) == 1);
+	work_cancel_watch_stdio();
 	work_cancel_reset();
 	ck_assert_int_eq(work_cancelled(&why), 0);
 	/* The client closes both ends: its writing end of stdin and its
@@ -138,6 +149,7 @@ START_TEST(test_input_end_alone_is_seen)
 	ck_assert(pipe(in) == 0 && pipe(out) == 0);
 	swap_stdio(in[0], out[1]);
 	close(in[1]);
+	work_cancel_watch_stdio();
 	work_cancel_reset();
 	/* Seen, but within the grace: the work goes on. */
 	ck_assert_int_eq(work_cancelled(&why), 0);

@@ -78,7 +78,6 @@
 
 #include "backend.h"
 #include "buf.h"
-#include "cancel.h"
 #include "coalesce.h"
 #include "handle.h"
 #include "handlers.h"
@@ -856,9 +855,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	note_requests();
 	output_init(&fuzz_out, 0);
 	session_init(&fuzz_in);
-	/* Long work looks at the real fds 0 and 1 (the fuzzer's own): what
-	 * one input's run saw must not carry over to the next. */
-	work_cancel_reset();
 	for (;;) {
 		seen = progress;
 		before = queue_count();
