@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* SFTP v3 attributes on the wire, and the "ls -l" long name that READDIR
  * sends, both byte for byte as OpenSSH's sftp-server does. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The plain back end: pread/pwrite/fsync run at submit time; completions
  * wait in a list until reaped, so callers see the same flow as with
  * io_uring. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The io_uring back end: one small ring, submissions batched into one
  * io_uring_submit per loop turn, completions found by polling the ring fd. */
 #include "config.h"

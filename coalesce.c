@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Write merging.  A run collects WRITEs on one handle whose offsets follow
  * on from each other (or that all append) and writes them with one
  * IO_WRITEV (pwritev, done inline by both back ends: writes never reach

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The handle table: slots reused last-freed-first, like OpenSSH's, so a
  * client sees the same handle values. */
 #include "config.h"

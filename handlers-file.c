@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Requests on open handles: OPEN, CLOSE, READ, WRITE, FSTAT, FSETSTAT,
  * OPENDIR, READDIR.  READ and WRITE parse, find where OpenSSH's lseek would
  * leave the file (handle_seek) and set up req->io (setup_io); a READ also

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The request table and dispatch: INIT, the before-init rule, extension
  * look-up and the -R/-P/-p filter, as OpenSSH's process() does them. */
 #include "config.h"

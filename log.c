@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Logging that admins can parse the same way as OpenSSH's sftp-server
  * logs: the same level names, syslog priorities, prefixes, escaping and
  * length limits.  Messages go to syslog or, with -e, to stderr. */

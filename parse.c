@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Reading request fields, and the fatal line OpenSSH logs when one is
  * malformed.  The texts are OpenSSH 9.2's, which the difftest compares. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Requests in flight.  One list in arrival order holds every admitted
  * request until its reply is written, which gives replies in arrival order
  * for free.  Requests start strictly in arrival order too: an I/O request

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Request structures, recycled: the data path allocates nothing per
  * request once the server is warm. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The event loop's decisions; see session.h.  Everything here works on
  * the queue, the input buffer, output.h and the back end, never on a
  * descriptor of its own, so the fuzzer runs exactly what the server

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* uring-sftp-server: main, start-up as OpenSSH's sftp-server does it, and
  * the event loop's system calls: ppoll on stdin, stdout and the back end,
  * as session.c decides (session.h); stdin and stdout themselves are read
@@ -28,6 +30,7 @@
 #endif
 
 #include "backend.h"
+#include "cancel.h"
 #include "coalesce.h"
 #include "confine.h"
 #include "handle.h"
@@ -254,18 +257,58 @@ static void serve(void)
 	cleanup_exit(status);
 }
 
-static void start_confined(uid_t uid)
-{
-	char *dir = NULL;
+/* Where sshd started us (the home directory), before -d moved us. */
+static char first_cwd[PATH_MAX];
 
+/* path as an absolute path: from base when relative, as text (nothing is
+ * resolved: confine_start walks it without following symlinks). */
+static void absolute_text(char *out, size_t size, const char *base,
+                          const char *path)
+{
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(out, size, "%s", path);
+	else
+		n = snprintf(out, size, "%s/%s", base, path);
+	if (n < 0 || (size_t)n >= size)
+		fatal_exit(CONFINE_EXIT,
+		           "--confine: \"%.100s...\": %s; refusing to run "
+		           "unconfined",
+		           path, strerror(ENAMETOOLONG));
+}
+
+/* The confinement directory is named by text, as configured: -d (after its
+ * expansions, from where sshd started us), or DIR (after the same
+ * expansions, from the start directory), never by where a chdir through
+ * symlinks led. */
+static void start_confined(uid_t uid, int start_dir_reached)
+{
+	char start[PATH_MAX], dir[PATH_MAX], *expanded;
+
+	if (first_cwd[0] == '\0')
+		fatal_exit(CONFINE_EXIT,
+		           "--confine: the directory sshd started "
+		           "us in is unknown; refusing to run "
+		           "unconfined");
+	if (srv.opt.start_dir != NULL && start_dir_reached)
+		absolute_text(start, sizeof(start), first_cwd,
+		              srv.opt.start_dir);
+	else
+		strlcpy(start, first_cwd, sizeof(start));
+	if (srv.opt.confine_dir == NULL) {
+		confine_start(start);
+		return;
+	}
 	/* DIR takes the same expansions as -d. */
-	if (srv.opt.confine_dir != NULL &&
-	    (dir = expand_start_dir(srv.opt.confine_dir, srv.user, srv.home,
-	                            (unsigned long)uid)) == NULL)
+	expanded = expand_start_dir(srv.opt.confine_dir, srv.user, srv.home,
+	                            (unsigned long)uid);
+	if (expanded == NULL)
 		fatal_exit(CONFINE_EXIT, "--confine: cannot expand \"%s\"",
 		           srv.opt.confine_dir);
-	confine_start(dir, srv.opt.start_dir);
-	free(dir);
+	absolute_text(dir, sizeof(dir), start, expanded);
+	free(expanded);
+	confine_start(dir);
 }
 
 int main(int argc, char **argv)
@@ -273,7 +316,7 @@ int main(int argc, char **argv)
 	struct queue_limits limits;
 	struct passwd *pw;
 	const char *progname;
-	int rc;
+	int rc, start_dir_reached = 0;
 
 	sanitise_stdfd();
 	closefrom(STDERR_FILENO + 1);
@@ -315,7 +358,10 @@ int main(int argc, char **argv)
 		(void)xferlog_open(srv.opt.xferlog_path,
 		                   (enum xferlog_format)srv.opt.xferlog_format,
 		                   srv.user);
-	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0) {
+	if (getcwd(first_cwd, sizeof(first_cwd)) == NULL)
+		first_cwd[0] = '\0';
+	if (srv.opt.start_dir != NULL &&
+	    (start_dir_reached = chdir(srv.opt.start_dir) == 0) == 0) {
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
 		      strerror(errno));
 		/* The home directory is no confinement directory. */
@@ -345,8 +391,10 @@ int main(int argc, char **argv)
 		fatal_exit(1, "out of memory");
 	/* Last, so that everything above could still open what it needed;
 	 * before the first request is read. */
-	if (srv.opt.confine)
-		start_confined(getuid()); /* pw is NULL without an entry */
+	if (srv.opt.confine) /* pw is NULL without an entry */
+		start_confined(getuid(), start_dir_reached);
+	/* A checksum or copy stops once its client has gone (cancel.h). */
+	work_cancel_watch_stdio();
 	serve();
 	return 0;
 }

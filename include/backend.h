@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The I/O back-end interface.  Two implementations, chosen at start-up:
  * backend-uring.c (io_uring) and backend-plain.c (pread/pwrite).  File data
  * moved for a request goes through it: READ (into READ memory), WRITE and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Open file and directory handles.  On the wire a handle is the 4-byte
  * big-endian slot index, as OpenSSH sends it. */
 #ifndef HANDLE_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The request table: one row per request type and per extension, with its
  * -P/-p name and whether -R refuses it.  It drives dispatch, -Q requests,
  * the request filters and the VERSION extension list. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Logging compatible with OpenSSH's log.c: the same levels, facilities,
  * prefixes and escaping, to syslog or (with -e) to stderr. */
 #ifndef LOG_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Reading request fields as OpenSSH's sftp-server reads them.  A malformed
  * body is fatal there, and the line it logs (fn, step and ssh_err() text)
  * is part of what we must reproduce, so each helper also records that line

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* One request from the client, from framing to its encoded reply. */
 #ifndef REQUEST_H
 #define REQUEST_H

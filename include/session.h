@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The event loop's decisions: when to read, frame and admit input, when
  * merged writes may wait, writing replies, what to sleep on, and when the
  * session is over.  The system calls stay with the caller: stdin and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of write merging (coalesce.c) through the queue, with a fake
  * back end that records what it is asked to write and can refuse bytes
  * past a point, as a full file system does. */

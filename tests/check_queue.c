@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of queue.c with a fake back end that completes operations in
  * a seeded random order and often short.  Every reply is checked against a
  * model that applies the requests one at a time in arrival order: that is

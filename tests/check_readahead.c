@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of read-ahead hints and the back ends' room for them: a
  * hint never takes the slot an fsync or copy-data needs (whatever the
  * queue depth), and a hint still waiting after its handle was closed

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of session.c, the event loop's decisions, run as main runs
  * them but with a fake stdin and stdout, the plain back end and real
  * files: the reader leaving, failing and short writes, what a READ reply

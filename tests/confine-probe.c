@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * confine-probe: the kernel half of --confine on its own.  It confines
  * itself with confine_start() as the server does, then makes the system
@@ -197,7 +199,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	abi = (int)syscall(__NR_landlock_create_ruleset, NULL, 0, 1);
-	confine_start(in, NULL);
+	confine_start(in);
 	outside();
 	inside();
 	{

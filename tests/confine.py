@@ -118,6 +118,11 @@ class Tree:
         os.makedirs(self.jail)
         os.makedirs(os.path.join(self.jail, "sub"))
         os.makedirs(os.path.join(self.out, "outdir"))
+        # A sibling whose name starts with the jail's ("/srv/u1" and
+        # "/srv/u10"): a root check by string prefix would admit it.
+        self.sib = self.jail + "0"
+        os.makedirs(self.sib)
+        self.write(os.path.join(self.sib, "secret.txt"), SECRET)
         self.write(os.path.join(self.out, "secret.txt"), SECRET)
         os.link(os.path.join(self.out, "secret.txt"),
                 os.path.join(self.out, "hl"))
@@ -140,6 +145,10 @@ class Tree:
             "dangling": self.out + "/made-by-dangling.txt",
             "absin": self.jail + "/a.txt",
             "chainin1": "chainin2", "chainin2": "a.txt",
+            "sibabs": self.sib + "/secret.txt",
+            "sibrel": "../jail0/secret.txt",
+            "sibdir": self.sib,
+            "sibdirrel": "../jail0",
             "dotdotin": "sub/../a.txt",
             "danglingin": "made-inside.txt",
         }
@@ -153,7 +162,7 @@ class Tree:
             for i in range(n):
                 nxt = "c%d_%d" % (n, i + 1) if i + 1 < n else "a.txt"
                 os.symlink(nxt, os.path.join(self.jail, "c%d_%d" % (n, i)))
-        for d in (self.jail, self.out):
+        for d in (self.jail, self.out, self.sib):
             for root, dirs, files in os.walk(d):
                 for n in [root] + [os.path.join(root, x)
                                    for x in dirs + files]:
@@ -161,7 +170,7 @@ class Tree:
                     if not os.path.islink(n):
                         os.chmod(n, 0o777 if os.path.isdir(n) else 0o666)
         os.chmod(self.jail, 0o755)
-        # -d names the jail through this symlink (an admin's spelling).
+        # A symlink to the jail: refused as -d or DIR of --confine.
         self.via = os.path.join(base, "via-jail")
         os.symlink("jail", self.via)
         # The base directory looks different from the jail, so that
@@ -178,7 +187,8 @@ class Tree:
         snap = {}
         st = os.lstat(self.base)
         snap["."] = (st.st_mode, st.st_mtime_ns)
-        for root, dirs, files in os.walk(self.out):
+        for root, dirs, files in (list(os.walk(self.out))
+                                  + list(os.walk(self.sib))):
             for n in [root] + [os.path.join(root, x) for x in dirs + files]:
                 st = os.lstat(n)
                 h = None
@@ -201,7 +211,7 @@ def start(extra=()):
 
 
 def confined(tree):
-    c = start(["-d", tree.via, "--confine"])
+    c = start(["-d", tree.jail, "--confine"])
     version = c.init()
     c.advertised = {n.decode() for n, _ in version.extensions}
     return c
@@ -364,6 +374,99 @@ def check_client_symlinks(c, t):
             "hardlink via own dir link")
 
 
+def check_sibling_prefix(c, t):
+    """DIR is /.../jail; /.../jail0 shares its name as a prefix and must
+    stay out of reach by every spelling: absolute, relative, through
+    symlinks absolute and relative, and .. back in by the sibling."""
+    sib = t.sib
+    paths = [sib + "/secret.txt", sib + "//secret.txt",
+             t.jail + "0/secret.txt", "../jail0/secret.txt",
+             t.jail + "/../jail0/secret.txt", "sibabs", "sibrel",
+             "sibdir/secret.txt", "sibdirrel/secret.txt",
+             "sub/../../jail0/secret.txt"]
+    for p in paths:
+        refused(c.open(p, sc.FXF_READ), "open sibling %r" % p)
+        refused(c.open(p, sc.FXF_WRITE | sc.FXF_TRUNC),
+                "open truncate sibling %r" % p)
+        refused(c.stat(p), "stat sibling %r" % p)
+        refused(c.setstat(p, attrs_perm(0o600)), "setstat sibling %r" % p)
+        refused(c.realpath(p), "realpath sibling %r" % p)
+        if p not in ("sibabs", "sibrel"):  # else the link itself goes
+            refused(c.remove(p), "remove sibling %r" % p)
+    for p in (sib, t.jail + "0", "../jail0", "sibdir", "sibdirrel",
+              t.jail + "0/", t.jail + "/../jail0"):
+        refused(c.opendir(p), "opendir sibling %r" % p)
+        refused(c.realpath(p), "realpath sibling dir %r" % p)
+        refused(c.mkdir(p + "/new"), "mkdir in sibling %r" % p)
+    refused(c.rename("a.txt", sib + "/moved"), "rename into the sibling")
+    refused(c.symlink("x", sib + "/made"), "symlink made in the sibling")
+
+
+def check_names_outside(c, t):
+    """What READLINK and REALPATH may say about the world outside.
+    READLINK of a link inside answers its text, as OpenSSH does: what
+    whoever made the link wrote, nothing the server looked up.  REALPATH
+    (and expand-path) of anything that resolves outside is refused, and
+    the refusal does not name where it led."""
+    for name, want in (("abs", t.out + "/secret.txt"),
+                       ("rel", "../outside/secret.txt"),
+                       ("sibabs", t.sib + "/secret.txt"),
+                       ("rootlink", "/"), ("up", ".."),
+                       ("dangling", t.out + "/made-by-dangling.txt")):
+        rep = c.readlink(name)
+        check(rep.type == sc.FXP_NAME and rep.names[0][0] == want.encode(),
+              "readlink %r is the link's text %r: %r" % (name, want, rep))
+    for p in ("abs", "rel", "chain1", "sibabs", "sibrel", "rootlink", "up",
+              "dangling", "outdir", "sub/deep", "procroot", "..", "/",
+              "rootlink/etc", "dangling/x"):
+        for fn, what in ((c.realpath, "realpath"),
+                         (c.expand_path, "expand-path")):
+            rep = fn(p)
+            check(rep.is_status(PD) and
+                  t.out.encode() not in (rep.msg or b"") and
+                  t.sib.encode() not in (rep.msg or b""),
+                  "%s %r refused without naming the outside: %r"
+                  % (what, p, rep))
+    # READLINK through a path that leads out is refused like any other.
+    for p in ("outdir/x", "../outside/x", "sibdir/x", "rootlink/etc"):
+        refused(c.readlink(p), "readlink through %r" % p)
+
+
+def check_long_handles(c, t):
+    """Handles of 257 bytes to nearly a packet (OpenSSH's are 4 bytes;
+    other servers were overrun by long ones): each request that takes a
+    handle is answered as OpenSSH answers a handle it does not know
+    (FAILURE, or NO_SUCH_FILE for close and fsync), quickly, and a real
+    handle with bytes after it is not taken for that handle."""
+    import time
+    h = c.check_handle(c.open("a.txt", sc.FXF_READ), "open a.txt")
+    d = c.check_handle(c.opendir("."), "opendir .")
+    t0 = time.monotonic()
+    for n in (257, 4096, 65536, 250000):
+        for bad in (b"\xff" * n, h + b"\0" * (n - len(h)),
+                    d + b"x" * (n - len(d))):
+            what = "a %d-byte handle (%r...)" % (n, bad[:6])
+            for name, rep in (
+                    ("read", c.read(bad, 0, 100)),
+                    ("write", c.write(bad, 0, b"x")),
+                    ("fstat", c.fstat(bad)),
+                    ("fsetstat", c.fsetstat(bad, attrs_perm(0o600))),
+                    ("readdir", c.readdir(bad)),
+                    ("fsync", c.fsync(bad)),
+                    ("copy-data", c.copy_data(bad, 0, 0, h, 0)),
+                    ("close", c.close_handle(bad))):
+                refused(rep, "%s with %s" % (name, what),
+                        sc.FX_NO_SUCH_FILE if name in ("close", "fsync")
+                        else sc.FX_FAILURE)
+    took = time.monotonic() - t0
+    check(took < 10, "long handles answered in %.1fs" % took)
+    rep = c.read(h, 0, 100)
+    check(rep.type == sc.FXP_DATA and rep.data == b"inside a\n",
+          "the real handle still reads: %r" % rep)
+    c.check_ok(c.close_handle(h), "close")
+    c.check_ok(c.close_handle(d), "closedir")
+
+
 def check_proc_fds(c, t):
     """/proc/self/fd/N of the server's own descriptors, one of them an
     open file inside the jail."""
@@ -504,13 +607,10 @@ def check_names(c, t):
         rep = c.expand_path(p)
         check(rep.type == sc.FXP_NAME and rep.names[0][0] == want.encode(),
               "expand-path %r = %r: %r" % (p, want, rep))
-    # The directory as -d spelled it (through a symlink) works too.
-    rep = c.realpath(t.via + "/a.txt")
-    check(rep.type == sc.FXP_NAME and
-          rep.names[0][0] == (real + "/a.txt").encode(),
-          "realpath through -d's own spelling: %r" % rep)
+    # The symlink to the jail is no way in: it lies outside.
+    refused(c.realpath(t.via + "/a.txt"), "realpath through a link to DIR")
     refused(c.realpath(t.base + "/via-jail/../outside"),
-            "-d's spelling with .. out")
+            "a link to DIR with .. out")
     # Out and back in is still out: no step of the walk may leave.
     refused(c.realpath("up/jail"), "realpath up/jail")
     refused(c.realpath("../jail"), "realpath ../jail")
@@ -853,8 +953,10 @@ def one_pass(base):
     c = confined(t)
     try:
         for fn in (check_names, check_escapes, check_links_out,
-                   check_rename_link, check_client_symlinks, check_proc_fds,
-                   check_copy, check_costly_paths, check_inside):
+                   check_rename_link, check_client_symlinks,
+                   check_sibling_prefix, check_names_outside,
+                   check_long_handles, check_proc_fds, check_copy,
+                   check_costly_paths, check_inside):
             if ARGS.verbose:
                 print("-- " + fn.__name__)
             fn(c, t)
@@ -895,6 +997,136 @@ def check_start_refusals(base):
             c.close()
         check(rc == 1 and "refusing to run unconfined" in log,
               "refuses to start: %s (exit %r, log %r)" % (what, rc, log))
+
+
+def start_result(args, cwd="/"):
+    """Start a server with args; (exit status or None while it runs, its
+    log, REALPATH "." when it answered).  A server that started is asked
+    REALPATH "." and told to go."""
+    argv = ([ARGS.server] + shlex.split(ARGS.server_args)
+            + ["-e", "-l", "VERBOSE"] + list(args))
+    c = sc.Client(argv, cwd=cwd, preexec_fn=PREEXEC, timeout=20, env=ENV)
+    where = None
+    try:
+        try:
+            c.init()
+            rep = c.realpath(".")
+            if rep.type == sc.FXP_NAME:
+                where = rep.names[0][0].decode(errors="replace")
+            c.close_stdin()
+        except sc.SFTPError:
+            pass
+        rc = c.wait()
+        log = c.stderr_bytes().decode(errors="replace")
+    finally:
+        c.close()
+    return rc, log, where
+
+
+def refuses_dir(args, what, why, cwd="/"):
+    rc, log, where = start_result(args, cwd)
+    check(rc == 1 and "refusing to run unconfined" in log and why in log
+          and where is None,
+          "refuses to start: %s (exit %r, REALPATH . %r, log %r, want %r)"
+          % (what, rc, where, log[-300:], why))
+
+
+def starts_in(args, what, want, cwd="/"):
+    rc, log, where = start_result(args, cwd)
+    check(rc == 0 and where == want,
+          "starts: %s (exit %r, REALPATH . %r, want %r, log %r)"
+          % (what, rc, where, want, log[-300:]))
+
+
+def check_dir_rule(base):
+    """DIR is opened without following symlinks, and refused when anyone
+    but root and its owner could move it (issue 22).  First the escape
+    that was possible: a session confined to home/ makes home/backup a
+    symlink to /, and a later session confined to home/backup was then
+    confined to "/"."""
+    os.makedirs(base)
+    os.chmod(base, 0o755)
+    home = os.path.join(base, "home")
+    os.makedirs(os.path.join(home, "backup"))
+    for d in (home, os.path.join(home, "backup")):
+        os.chown(d, RUN_UID, RUN_GID)
+        os.chmod(d, 0o755)
+    starts_in(["-d", base, "--confine=home/backup"], "home/backup before",
+              os.path.realpath(os.path.join(home, "backup")))
+    c = start(["-d", home, "--confine"])
+    try:
+        c.init()
+        ok(c.rmdir("backup"), "the confined user removes backup")
+        ok(c.symlink("/", "backup"), "and makes it a symlink to /")
+        c.close_stdin()
+        c.wait()
+    finally:
+        c.close()
+    link = os.path.join(home, "backup")
+    refuses_dir(["-d", base, "--confine=home/backup"],
+                "DIR swapped for a symlink to / by a confined user",
+                '"%s" is a symbolic link' % link)
+    refuses_dir(["-d", link, "--confine"], "-d through that symlink",
+                '"%s" is a symbolic link' % link)
+    refuses_dir(["--confine=" + link + "/tmp"], "a symlink above DIR",
+                '"%s" is a symbolic link' % link)
+    os.unlink(link)
+    # A symlink the admin made to the real directory: refused as well
+    # (its real path is what to configure).
+    real = os.path.join(home, "real")
+    os.makedirs(real)
+    os.chown(real, RUN_UID, RUN_GID)
+    os.symlink("real", os.path.join(base, "alias"))
+    refuses_dir(["--confine=" + base + "/alias"], "DIR through an alias",
+                '"%s/alias" is a symbolic link' % base)
+    # Spellings without symlinks are fine and come out canonical.
+    starts_in(["--confine=" + home + "/./real/../real//"],
+              "DIR with ., .. and //", os.path.realpath(real))
+    starts_in(["-d", home, "--confine=real"], "DIR relative to -d",
+              os.path.realpath(real))
+    # Who may write the directories above DIR.
+    mid = os.path.join(base, "mid")
+    leaf = os.path.join(mid, "leaf")
+    os.makedirs(leaf)
+    os.chown(leaf, RUN_UID, RUN_GID)
+    for mode, fine in ((0o755, True), (0o775, False), (0o757, False),
+                       (0o777, False), (0o1777, True), (0o1775, True)):
+        os.chmod(mid, mode)
+        what = "a directory above DIR of mode %04o" % mode
+        if fine:
+            starts_in(["--confine=" + leaf], what, os.path.realpath(leaf))
+        else:
+            refuses_dir(["--confine=" + leaf], what,
+                        '"%s", above "%s", is writable by' % (mid, leaf))
+    os.chmod(mid, 0o755)
+    # DIR itself may have any mode.
+    os.chmod(leaf, 0o777)
+    starts_in(["--confine=" + leaf], "DIR itself of mode 0777",
+              os.path.realpath(leaf))
+    os.chmod(leaf, 0o755)
+    if os.geteuid() != 0:
+        print("NOTE: not root: owners of the directories above DIR not "
+              "tried")
+        return
+    # Owned by DIR's owner: fine; by anyone else: refused.
+    os.chown(mid, RUN_UID, RUN_GID)
+    starts_in(["--confine=" + leaf], "a directory above DIR owned by "
+              "DIR's owner", os.path.realpath(leaf))
+    other = RUN_UID + 1
+    os.chown(mid, other, other)
+    refuses_dir(["--confine=" + leaf], "a directory above DIR owned by "
+                "another user", '"%s", above "%s", is owned by uid %d'
+                % (mid, leaf, other))
+    # The user's own directory above a root-owned DIR: the user could
+    # move it, and is not its owner.
+    os.chown(mid, RUN_UID, RUN_GID)
+    os.chown(leaf, 0, 0)
+    refuses_dir(["--confine=" + leaf], "the user's directory above a "
+                "root-owned DIR", '"%s", above "%s", is owned by uid %d'
+                % (mid, leaf, RUN_UID))
+    os.chown(mid, 0, 0)
+    starts_in(["--confine=" + leaf], "root-owned DIR under root's",
+              os.path.realpath(leaf))
 
 
 def check_no_passwd_entry(base):
@@ -1022,6 +1254,7 @@ def main():
     else:
         print("NOTE: no seccomp helper: refusal without Landlock not tried")
     check_start_refusals(os.path.join(ARGS.workdir, "start"))
+    check_dir_rule(os.path.join(ARGS.workdir, "dirrule"))
     check_no_passwd_entry(os.path.join(ARGS.workdir, "nopasswd"))
     if ARGS.probe:
         check_probe(os.path.join(ARGS.workdir, "probe"))

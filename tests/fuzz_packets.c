@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * libFuzzer target for the whole packet path, in-process: the chunked
  * input buffer, framing, decoding, the handler table, every handler, the
