@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Submitting and reaping operations: the back end's, and the worker
  * threads' (see io.h). */
 #include "config.h"

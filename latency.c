@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Timing calls that may wait on the storage: see latency.h. */
 #include "config.h"
 

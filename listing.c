@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* READDIR's names and their lstat, concurrently on slow storage: see
  * listing.h. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The ordering rule: see order.h.  A pure function of what requests
  * name. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The worker threads: see workers.h.  One lock guards the queue of jobs,
  * the list of finished ones and the thread counts; the event loop is the
  * only thread that submits ops and reaps them. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Operations go to the back end or to the worker threads (workers.h):
  * IO_CALL always to a worker; what the back end would run at submit time,
  * in the event loop (writes; everything with the plain back end), to a

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Is the storage slow just now?  On a local disk with a warm cache a
  * metadata call or a write takes microseconds: handing it to a worker
  * thread (workers.h) would cost more than it saves, so it runs in the

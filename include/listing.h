@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* READDIR's entries: the next names of a directory, and the lstat of each.
  * On network storage every lstat is a round trip; a batch's entries are
  * then looked up by several worker threads at once (workers.h), while on

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The ordering rule, in one place.  Requests start in arrival order and
  * their replies leave in arrival order; a request may start while earlier
  * ones are still running unless one could see the other's effects.  What

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The session's memory for READ data in flight.  A READ's reply (its DATA
  * header and the bytes read) is built in one contiguous piece of a fixed
  * region, taken right before the read is submitted and given back once the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* A small pool of threads for work that may wait on storage and has no
  * io_uring operation of its own, or any work with the plain back end:
  * metadata requests (stat, open, mkdir, rename, ...) and the stats of a

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the ordering rule (order.c) and of the decisions that put
  * work on worker threads: how slow storage is judged (latency.c) and how
  * many threads help a READDIR (listing.c). */

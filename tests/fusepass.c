@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * fusepass: a FUSE passthrough file system for the tests and the bench.
  *
