@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,6 +132,38 @@ int open_file(const char *name, int *flags, int mode)
 	return open_by_name(name, *flags, mode);
 }
 
+/* Is fd on a file system whose files are made as they are read (procfs,
+ * sysfs and their kin)?  Their sizes say nothing (0 for /proc files),
+ * reading at an offset that is not where the last read ended regenerates
+ * everything before it, and seeking may fail where reading would not: so
+ * they are read as OpenSSH reads them, lseek() then read(), one at a time
+ * (like a device: not a regular file to us). */
+static int pseudo_fs(int fd)
+{
+	static const unsigned long magic[] = {
+	    0x9fa0,     /* procfs */
+	    0x62656572, /* sysfs */
+	    0x64626720, /* debugfs */
+	    0x74726163, /* tracefs */
+	    0x73636673, /* securityfs */
+	    0x27e0eb,   /* cgroup */
+	    0x63677270, /* cgroup2 */
+	    0x62656570, /* configfs */
+	    0xcafe4a11, /* bpf */
+	    0x6165676c, /* pstore */
+	    0xde5e81e4, /* efivarfs */
+	};
+	struct statfs fs;
+	size_t i;
+
+	if (fstatfs(fd, &fs) != 0)
+		return 0;
+	for (i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if ((unsigned long)fs.f_type == magic[i])
+			return 1;
+	return 0;
+}
+
 /* A FIFO, socket or character device may make a read or a write wait
  * for another process (forever, for a FIFO nobody writes): those never
  * wait here, they fail with EAGAIN (FAILURE) where OpenSSH would wait.
@@ -187,6 +220,9 @@ static void open_finish(struct request *req)
 		status = errno_to_status(errno);
 		handle_close(idx);
 	} else {
+		/* Read where its last read left it, as OpenSSH does. */
+		if (req->opened_pseudo)
+			h->is_regular = 0;
 		if ((flags & O_ACCMODE) != O_WRONLY)
 			readahead_on_open(h);
 		send_handle(req, idx);
@@ -235,6 +271,7 @@ int process_open(struct request *req)
 		req->opened_fd = fd;
 		req->opened_flags = flags;
 		req->opened_has_st = fstat(fd, &req->opened_st) == 0;
+		req->opened_pseudo = pseudo_fs(fd);
 		req->opened_name = name;
 		req->io_finish = open_finish;
 		return HANDLER_FINISH;

@@ -14,6 +14,8 @@ static int io_ranges_conflict(const struct order_scope *a,
 	if (a->range_unknown || b->range_unknown || a->dev != b->dev ||
 	    a->ino != b->ino)
 		return 0;
+	if (a->in_order || b->in_order)
+		return 1;
 	/* Two WRITEs of one file run in arrival order even apart: a disk
 	 * that fills up fails the same ones as OpenSSH's would. */
 	if (a->writes && b->writes)

@@ -188,6 +188,7 @@ static void io_scope(struct request *req)
 	s->start = req->start;
 	s->end = req->end;
 	s->writes = req->is_write;
+	s->in_order = !req->regular_file;
 }
 
 /* A parse error is fatal, as in OpenSSH; the requests before it are still

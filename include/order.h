@@ -17,7 +17,9 @@
  *  - READ and WRITE of one file (by device and inode): two WRITEs (in
  *    arrival order, so that a disk that fills up fails the same ones as
  *    OpenSSH's would), or a READ and a WRITE that ends past the READ's
- *    start (growing the file turns an EOF into data); a request on
+ *    start (growing the file turns an EOF into data); any two of a file
+ *    that is not a regular one (a FIFO, a device, a /proc or /sys file,
+ *    which are read where the last read left them); a request on
  *    a handle and a READ or WRITE of its file; a WRITE and any request
  *    that looks at paths; a READ or WRITE and any that changes them;
  *  - any two requests on one handle run in arrival order, and an OPEN or
@@ -57,6 +59,9 @@ struct order_scope {
 	int range_unknown;   /* ORDER_IO before its handler ran: the range
 	                      * is judged once it did */
 	int writes;          /* ORDER_IO: a WRITE */
+	int in_order;        /* ORDER_IO of a file that is not a regular one
+	                      * (a FIFO, a device, /proc): all its I/O runs
+	                      * in arrival order, as its position moves */
 };
 
 /* May a and b not run at the same time (either came first)? */

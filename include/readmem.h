@@ -22,7 +22,7 @@
 
 /* The region: READ data a session may hold at once.  Measured in
  * doc/design.md ("READ memory"). */
-#define READMEM_BYTES (2 * 1024 * 1024)
+#define READMEM_BYTES (1536 * 1024)
 
 /* The ring's bookkeeping, pure (tests/check_readmem.c): offsets only. */
 struct readmem_piece {

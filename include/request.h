@@ -104,6 +104,7 @@ struct request {
 	int opened_flags;
 	struct stat opened_st;
 	int opened_has_st;
+	int opened_pseudo; /* on /proc, /sys and the like (pseudo_fs) */
 
 	/* What it acts on, for the ordering rule (request_scope). */
 	struct order_scope scope;

@@ -47,6 +47,7 @@ struct settings {
 	char *source;
 	unsigned int delay_us;
 	unsigned int delay_ms;
+	int hard_remove;
 	int show_help;
 };
 
@@ -60,11 +61,9 @@ static long delay_ns;
 		t, offsetof(struct settings, p), v                             \
 	}
 static const struct fuse_opt option_spec[] = {
-    OPT("delay_us=%u", delay_us, 0),
-    OPT("delay_ms=%u", delay_ms, 0),
-    OPT("-h", show_help, 1),
-    OPT("--help", show_help, 1),
-    FUSE_OPT_END,
+    OPT("delay_us=%u", delay_us, 0),    OPT("delay_ms=%u", delay_ms, 0),
+    OPT("hard_remove", hard_remove, 1), OPT("-h", show_help, 1),
+    OPT("--help", show_help, 1),        FUSE_OPT_END,
 };
 
 /* Every call waits this long first (the simulated storage latency). */
@@ -131,6 +130,9 @@ static void *fp_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * it. */
 	cfg->use_ino = 1;
 	cfg->nullpath_ok = 1;
+	/* -o hard_remove: a removed file is gone at once, open or not, as on
+	 * a local file system (the model test compares trees). */
+	cfg->hard_remove = conf.hard_remove;
 	return NULL;
 }
 
@@ -481,6 +483,7 @@ static void usage(const char *prog)
 	       "A passthrough of SOURCE at MOUNTPOINT.\n"
 	       "    -o delay_us=N    wait N microseconds in every call\n"
 	       "    -o delay_ms=N    wait N milliseconds in every call\n"
+	       "    -o hard_remove   remove a file still open at once\n"
 	       "                     (default: $FUSEPASS_DELAY_US, else 0)\n"
 	       "default_permissions is always on; as root, add\n"
 	       "-o allow_other for other users.\n"

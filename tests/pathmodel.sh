@@ -18,7 +18,9 @@
 # per pass, default 30), MODEL_SEED_BASE (first seed, default 1),
 # PATHMODEL_OPS (requests per seed, default 300), PATHMODEL_REF (the second
 # oracle, default /usr/lib/openssh/sftp-server; empty: none),
-# PATHMODEL_SELFTEST (0: skip the checks of the checker; default 1).
+# PATHMODEL_SELFTEST (0: skip the checks of the checker; default 1),
+# PATHMODEL_SLOW_SEEDS (seeds on slow storage, default 10), FUSEPASS (the
+# FUSE passthrough for that, set by make check).
 set -eu
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -63,6 +65,30 @@ for i in "${!PASS_NAMES[@]}"; do
 		--seed-base="${MODEL_SEED_BASE:-1}" \
 		--ops="${PATHMODEL_OPS:-300}" ${ref_args[@]+"${ref_args[@]}"}
 done
+
+# The same on slow storage: the trees on a FUSE passthrough that adds
+# 300 us to every call, so that the server runs requests in its worker
+# threads (latency.h), several at once, as on network storage.  Against
+# itself only: the FUSE kernel client's attribute cache makes some
+# answers there depend on timing, whichever server asks.
+if [ "$selftest_ok" = 1 ] && ! is_openssh_server; then
+	if [ "$(id -u)" != 0 ] || [ ! -x "${FUSEPASS:-}" ]; then
+		skip_part "slow storage: needs root and tests/fusepass"
+	elif mkdir -p "$WORK/slow-src" "$WORK/slow" &&
+		"$FUSEPASS" -o hard_remove,delay_us=300 "$WORK/slow-src" "$WORK/slow"; then
+		echo "=== slow storage: $SERVER $selftest_args, 300 us per call"
+		run_counted "pathmodel.py (slow storage)" "$WORK/out.slow" \
+			"$PYTHON3" "$TESTS_DIR/pathmodel.py" --server "$SERVER" \
+			--server-args="$selftest_args" --label=slow \
+			--workdir="$WORK/slow" \
+			--seeds="${PATHMODEL_SLOW_SEEDS:-10}" \
+			--seed-base="${MODEL_SEED_BASE:-1}" \
+			--ops="${PATHMODEL_OPS:-300}"
+		umount "$WORK/slow" 2>/dev/null || umount -l "$WORK/slow"
+	else
+		skip_part "slow storage: $FUSEPASS would not mount"
+	fi
+fi
 
 # The checker checked: "reply" changes one reply or file per seed, which
 # must be reported where it was made; "reorder" swaps random neighbours in
