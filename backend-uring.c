@@ -57,6 +57,15 @@ static int uring_init(unsigned depth)
 	return 0;
 }
 
+/* Writes and copy_file_range (below says why), and reads of files that
+ * are not regular ones (backend.h, at_submit). */
+static int uring_runs_at_submit(const struct io_op *op)
+{
+	return op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
+	       op->opcode == IO_COPY_RANGE ||
+	       (op->opcode == IO_READ && op->at_submit);
+}
+
 /* Buffered writes are done at submit time (io_write_now), with one system
  * call, and completed without the ring.  The kernel would punt them to
  * io-wq worker threads (ext4 and most file systems cannot write to the
@@ -72,9 +81,8 @@ static int uring_submit(struct io_op *op)
 	if (hint ? hints >= BACKEND_HINT_SLOTS
 	         : in_flight + queued + written.count - hints >= max_depth)
 		return -EBUSY;
-	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
-	    op->opcode == IO_COPY_RANGE) {
-		op->result = io_write_now(op);
+	if (uring_runs_at_submit(op)) {
+		op->result = io_run_now(op);
 		io_done_push(&written, op);
 		return 0;
 	}
@@ -161,13 +169,6 @@ static int uring_reap(struct io_op **done, int max, int wait)
 static unsigned uring_in_flight(void)
 {
 	return in_flight + queued + written.count;
-}
-
-/* Writes and copy_file_range (uring_submit says why). */
-static int uring_runs_at_submit(const struct io_op *op)
-{
-	return op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
-	       op->opcode == IO_COPY_RANGE;
 }
 
 static void uring_shutdown(void)

@@ -470,6 +470,7 @@ int process_read(struct request *req)
 	setup_io(req, h, idx, IO_READ, pos, NULL, len);
 	req->io_finish = read_finish;
 	req->io_prepare = take_read_mem;
+	req->io.at_submit = !h->is_regular;
 	return HANDLER_IO;
 }
 

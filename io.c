@@ -4,42 +4,32 @@
  * threads' (see io.h). */
 #include "config.h"
 
-#include <stdint.h>
-
 #include "backend.h"
 #include "io.h"
 #include "latency.h"
-#include "monotonic.h"
 #include "workers.h"
 
 /* An operation the back end would run at submit time, in a worker. */
 static void run_now_call(struct io_op *op)
 {
-	int64_t t0 = monotonic_ns();
-
 	op->result = io_run_now(op);
-	latency_note(monotonic_ns() - t0);
 }
 
 int io_submit(struct io_op *op)
 {
-	int64_t t0;
-	int rc;
-
 	if (op->opcode == IO_CALL)
 		return workers_submit(op);
 	if (backend->runs_at_submit == NULL || !backend->runs_at_submit(op))
 		return backend->submit(op);
 	/* On slow storage what would wait in the loop waits in a worker
-	 * (latency.h); the op keeps its opcode for whoever reaps it. */
+	 * (latency.h); the op keeps its opcode for whoever reaps it.  Data
+	 * calls are not timed: a write that waits on a local disk (the
+	 * kernel throttling dirty pages) says nothing of round trips. */
 	if (latency_storage_slow()) {
 		op->call = run_now_call;
 		return workers_submit(op);
 	}
-	t0 = monotonic_ns();
-	rc = backend->submit(op);
-	latency_note(monotonic_ns() - t0);
-	return rc;
+	return backend->submit(op);
 }
 
 int io_reap_ready(void)

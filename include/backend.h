@@ -50,6 +50,11 @@ struct io_op {
 	size_t len;
 	struct iovec *iov; /* IO_WRITEV: the sources, iovcnt of them */
 	int iovcnt;
+	/* IO_READ of a file that is not a regular one (a device, a FIFO,
+	 * /proc): done at submit time with one read, as read(2) gives it
+	 * (an io_uring read of /dev/zero may stop early, at a page, when the
+	 * CPU is wanted elsewhere; such files' short reads are answers). */
+	int at_submit;
 	/* IO_CALL: the work, run in a worker thread; it sets result. */
 	void (*call)(struct io_op *op);
 	ssize_t result; /* bytes moved, or -errno */

@@ -6,10 +6,15 @@
  * event loop.  On network storage (NFS, FUSE gateways, cloud file
  * systems) each is a round trip of a millisecond or more, and run in the
  * loop they would serialise the session: then they go to the workers.
- * Every call that may wait on the storage is timed; one slower than
- * LATENCY_SLOW_NS marks the storage slow for LATENCY_HOLD_NS, after which
- * calls run in the loop again until one is slow.  So a session on slow
- * storage blocks its loop for at most one call a second. */
+ * Metadata calls are timed (a handler that looks up or changes paths or
+ * handles, a READDIR's first lookup: on network storage each is a round
+ * trip); one slower than LATENCY_SLOW_NS marks the storage slow for
+ * LATENCY_HOLD_NS, during which metadata, writes and the plain back end's
+ * I/O go to the workers; then calls run in the loop again until one is
+ * slow.  So a session on slow storage blocks its loop on at most one
+ * metadata call a second.  Writes are not timed: on a local disk one may
+ * wait while the kernel throttles dirty pages, which says nothing of round
+ * trips (and run in order in a worker they would only add a hand-off). */
 #ifndef LATENCY_H
 #define LATENCY_H
 
