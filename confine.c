@@ -27,6 +27,7 @@
 #include "confine.h"
 #include "landlock-sys.h"
 #include "log.h"
+#include "testkernel.h"
 
 /* Rights of later ABIs than older kernel headers (Debian 12's) know. */
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -861,6 +862,34 @@ static void warm_caches(void)
 	(void)group_from_gid(getgid(), 0);
 }
 
+/* What Landlock cannot do at an ABI older than the one we know best, each
+ * logged once at VERBOSE.  The resolver confines truncation without it;
+ * the other rights guard what the server never does.  Only the first is
+ * seen by clients. */
+static void log_missing_rights(int abi)
+{
+	static const struct {
+		int since;
+		const char *what;
+	} gaps[] = {
+	    {2, "no LANDLOCK_ACCESS_FS_REFER (Linux 5.19): renames and links "
+	        "between directories fail"},
+	    {3, "no LANDLOCK_ACCESS_FS_TRUNCATE (Linux 6.2): truncation is "
+	        "confined by path resolution alone"},
+	    {4, "no network rules (Linux 6.7): TCP bind and connect are not "
+	        "restricted"},
+	    {5, "no LANDLOCK_ACCESS_FS_IOCTL_DEV (Linux 6.10): device ioctls "
+	        "are not restricted"},
+	    {6, "no scopes (Linux 6.12): signals and abstract sockets are not "
+	        "restricted"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(gaps) / sizeof(gaps[0]); i++)
+		if (abi < gaps[i].since)
+			verbose("Landlock ABI %d: %s", abi, gaps[i].what);
+}
+
 static void restrict_self(void)
 {
 	struct landlock_path_beneath_attr beneath;
@@ -868,7 +897,8 @@ static void restrict_self(void)
 	size_t attr_size;
 	int abi, ruleset;
 
-	abi = (int)ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	abi = testkernel_landlock_abi(
+	    (int)ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION));
 	if (abi < 0)
 		refuse_start("Landlock is not available", errno);
 	handled_rights(abi, &attr, &attr_size);
@@ -885,6 +915,7 @@ static void restrict_self(void)
 		refuse_start("landlock_restrict_self", errno);
 	close(ruleset);
 	logit("confined to \"%s\" (Landlock ABI %d)", root, abi);
+	log_missing_rights(abi);
 }
 
 void confine_start(const char *dir)

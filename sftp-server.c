@@ -44,6 +44,7 @@
 #include "stdio-pipes.h"
 #include "workers.h"
 #include "queue.h"
+#include "testkernel.h"
 #include "xferlog.h"
 #include "server.h"
 #include "session.h"
@@ -346,6 +347,7 @@ int main(int argc, char **argv)
 		verbose("no passwd entry for uid %lu: user \"%s\", home \"%s\"",
 		        (unsigned long)getuid(), srv.user, srv.home);
 	log_set_cleanup(log_cleanup);
+	testkernel_init(); /* a test's older kernel: testkernel.h */
 	/* Keep other processes of this user out of our memory. */
 	if (prctl(PR_SET_DUMPABLE, 0) != 0)
 		fatal_exit(255, "unable to make the process undumpable: %s",

@@ -31,6 +31,7 @@
 #include "confine.h"
 #include "landlock-sys.h"
 #include "log.h"
+#include "testkernel.h"
 
 static int passed, failed, abi;
 static char in[4096], out[4096];
@@ -198,7 +199,10 @@ int main(int argc, char **argv)
 		perror(in);
 		return 2;
 	}
-	abi = (int)syscall(__NR_landlock_create_ruleset, NULL, 0, 1);
+	/* As the server: a test's older kernel may have an older ABI. */
+	testkernel_init();
+	abi = testkernel_landlock_abi(
+	    (int)syscall(__NR_landlock_create_ruleset, NULL, 0, 1));
 	confine_start(in);
 	outside();
 	inside();
