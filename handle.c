@@ -11,6 +11,7 @@
 
 #include "handle.h"
 #include "log.h"
+#include "upload.h"
 #include "xferlog.h"
 
 static struct handle *handles;
@@ -147,6 +148,7 @@ int handle_close(int idx)
 		errno = ENOENT;
 		return -1;
 	}
+	upload_discard(h->upload);
 	if (h->kind == HANDLE_FILE)
 		rc = close(h->fd);
 	else if (h->dirp != NULL)
@@ -205,5 +207,6 @@ void handle_log_transfer(const struct handle *h, int forced)
 
 	xferlog_write(h->name, upload ? h->bytes_written : h->bytes_read,
 	              &h->opened, upload ? 'i' : 'o',
-	              !forced && !(upload && h->write_failed));
+	              !forced &&
+	                  !(upload && (h->write_failed || h->upload_lost)));
 }

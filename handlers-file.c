@@ -30,6 +30,7 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
+#include "upload.h"
 
 /* READDIR sends at most this many names per reply, as OpenSSH does. */
 #define READDIR_BATCH 100
@@ -111,17 +112,30 @@ static DIR *opendir_by_name(const char *path)
 /* Opening a FIFO waits for its other end, which would stop the whole
  * server (OpenSSH's waits too): a FIFO is opened without waiting, so
  * reading alone opens at once and writing alone fails (ENXIO) while
- * nobody reads. */
-int open_file(const char *name, int *flags, int mode)
+ * nobody reads.  The look before the open also tells whether the open
+ * creates the file (-m, --fsync-on-close): it did when nothing was there
+ * (a file another process creates at that name at that very moment would
+ * count as ours). */
+int open_file_noting(const char *name, int *flags, int mode, int *created)
 {
 	struct stat st;
-	int rc;
+	int rc, fd, absent;
 
 	/* A confined name has no final link left to follow (see Races). */
 	rc = confine_active() ? confine_lstat(name, &st) : stat(name, &st);
+	absent = rc == -1 && errno == ENOENT;
 	if (rc == 0 && S_ISFIFO(st.st_mode))
 		*flags |= O_NONBLOCK;
-	return open_by_name(name, *flags, mode);
+	fd = open_by_name(name, *flags, mode);
+	*created = fd >= 0 && absent && (*flags & O_CREAT);
+	return fd;
+}
+
+int open_file(const char *name, int *flags, int mode)
+{
+	int created;
+
+	return open_file_noting(name, flags, mode, &created);
 }
 
 /* A FIFO, socket or character device may make a read or a write wait
@@ -144,12 +158,37 @@ static int set_blocking_mode(struct handle *h)
 	return 0;
 }
 
+/* The handle of a file just opened, which takes fd and up over.  Returns
+ * its index, or -1 with *status set (fd closed, up discarded). */
+static int open_handle(const char *name, int fd, int flags, struct upload *up,
+                       uint32_t *status)
+{
+	struct handle *h;
+	int idx = handle_new(HANDLE_FILE, name, fd, NULL, flags);
+
+	if (idx == -1) {
+		upload_discard(up);
+		close(fd);
+		*status = SSH2_FX_FAILURE;
+		return -1;
+	}
+	h = handle_get(idx, HANDLE_FILE);
+	h->upload = up;
+	if (set_blocking_mode(h) == -1) {
+		*status = errno_to_status(errno);
+		handle_close(idx); /* discards the upload */
+		return -1;
+	}
+	return idx;
+}
+
 int process_open(struct request *req)
 {
 	struct attrib a;
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
 	int flags, mode, fd, idx, rc, use;
+	struct upload *up = NULL;
 
 	if (get_string(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -175,15 +214,10 @@ int process_open(struct request *req)
 	                         (flags & (O_CREAT | O_TRUNC)) != 0)) {
 		verbose("Refusing open request in read-only mode");
 		status = SSH2_FX_PERMISSION_DENIED;
-	} else if ((fd = open_file(name, &flags, mode)) == -1) {
+	} else if ((fd = upload_open(name, &flags, mode, flags & O_TRUNC,
+	                             &up)) == -1) {
 		status = errno_to_status(errno);
-	} else if ((idx = handle_new(HANDLE_FILE, name, fd, NULL, flags)) ==
-	           -1) {
-		close(fd);
-	} else if (set_blocking_mode(handle_get(idx, HANDLE_FILE)) == -1) {
-		status = errno_to_status(errno);
-		handle_close(idx);
-	} else {
+	} else if ((idx = open_handle(name, fd, flags, up, &status)) != -1) {
 		if ((flags & O_ACCMODE) != O_WRONLY)
 			readahead_on_open(handle_get(idx, HANDLE_FILE));
 		send_handle(req, idx);
@@ -195,28 +229,44 @@ int process_open(struct request *req)
 	return HANDLER_DONE;
 }
 
-static void log_close(int idx)
+/* The close line, then what the upload still needs (upload_finish: the
+ * fsync of --fsync-on-close, the link of --atomic-uploads), then the
+ * transfer log's line.  Returns 0, or -errno when finishing failed: the
+ * CLOSE's answer. */
+static int finish_file(struct handle *h)
 {
-	struct handle *h = handle_get(idx, HANDLE_FILE);
+	int rc;
 
-	if (h != NULL) {
-		logit("close \"%s\" bytes read %llu written %llu", h->name,
-		      (unsigned long long)h->bytes_read,
-		      (unsigned long long)h->bytes_written);
-		handle_log_transfer(h, 0);
-	} else
-		logit("closedir \"%s\"", handle_name(idx));
+	logit("close \"%s\" bytes read %llu written %llu", h->name,
+	      (unsigned long long)h->bytes_read,
+	      (unsigned long long)h->bytes_written);
+	rc =
+	    upload_finish(h->upload, h->name, h->fd,
+	                  (h->flags & O_ACCMODE) != O_RDONLY, h->writes_failed);
+	h->upload = NULL;
+	h->upload_lost = rc < 0;
+	handle_log_transfer(h, 0);
+	return rc;
 }
 
 int process_close(struct request *req)
 {
-	int idx;
+	struct handle *h;
+	int idx, rc = 0;
 
 	if (get_handle(req, "process_close", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
-	log_close(idx);
-	send_result(req, handle_close(idx));
+	if ((h = handle_get(idx, HANDLE_FILE)) != NULL)
+		rc = finish_file(h);
+	else
+		logit("closedir \"%s\"", handle_name(idx));
+	if (rc < 0) {
+		handle_close(idx);
+		send_status(req, errno_to_status(-rc));
+	} else {
+		send_result(req, handle_close(idx));
+	}
 	return HANDLER_DONE;
 }
 
@@ -364,8 +414,10 @@ static void write_finish(struct request *req)
 
 	/* The transfer log calls an upload whose last WRITE failed
 	 * incomplete. */
-	if (h != NULL)
+	if (h != NULL) {
 		h->write_failed = req->io_done != req->io_want;
+		h->writes_failed |= h->write_failed;
+	}
 	if (req->io_done == req->io_want) {
 		/* Only acknowledged bytes count, as in OpenSSH's close line. */
 		if (h != NULL)
@@ -407,7 +459,7 @@ int process_write(struct request *req)
 	}
 	/* An append handle does not seek at all (setup_io). */
 	if (!(h->flags & O_APPEND) && (err = -handle_seek(h, off, &pos)) != 0) {
-		h->write_failed = 1;
+		h->write_failed = h->writes_failed = 1;
 		error("process_write: seek \"%.100s\": %s", h->name,
 		      strerror(err));
 		send_status(req, errno_to_status(err));
@@ -672,6 +724,32 @@ static int set_owner(const struct set_target *tg, const struct attrib *a)
 	                a->gid, nofollow_flag(tg));
 }
 
+/* -m and -M force the mode of the files and directories the server
+ * creates, and permission changes of those types are then ignored: the
+ * rest of the request applies, and the answer is the rest's. */
+static int mode_change_ignored(const struct set_target *tg, const char *name,
+                               uint32_t perm)
+{
+	struct stat st;
+	mode_t forced;
+	int rc;
+
+	if (!upload_modes_forced())
+		return 0;
+	if (tg->t == SETSTAT_FD)
+		rc = fstat(tg->fd, &st);
+	else if (tg->dir >= 0 || tg->t == SETSTAT_NOFOLLOW)
+		rc = fstatat(tg->dir >= 0 ? tg->dir : AT_FDCWD, tg->name, &st,
+		             AT_SYMLINK_NOFOLLOW);
+	else
+		rc = stat(tg->name, &st);
+	if (rc == -1 || !upload_mode_forced(st.st_mode, &forced))
+		return 0;
+	logit("set \"%s\" mode %04o ignored: %s %04o", name, perm,
+	      S_ISDIR(st.st_mode) ? "-M" : "-m", (unsigned)forced);
+	return 1;
+}
+
 /* The modtime log line shows the new mtime in local time, as OpenSSH's
  * does. */
 static void log_modtime(const char *name, uint32_t mtime)
@@ -709,7 +787,8 @@ uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
 		if (set_size(&tg, a->size) == -1)
 			status = errno_to_status(errno);
 	}
-	if (a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) {
+	if ((a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) &&
+	    !mode_change_ignored(&tg, name, a->perm)) {
 		logit("set \"%s\" mode %04o", name, a->perm);
 		if (set_mode(&tg, a->perm & 07777) == -1)
 			status = errno_to_status(errno);

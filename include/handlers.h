@@ -76,6 +76,9 @@ int path_pair_request(struct request *req, const char *fn, const char *op,
  * once more after giving up spare pipes on EMFILE.  -1 with errno set on
  * failure. */
 int open_file(const char *name, int *flags, int mode);
+/* open_file, and *created = 1 when the open made the file (nothing was
+ * at the name when it looked first). */
+int open_file_noting(const char *name, int *flags, int mode, int *created);
 
 /* Handlers by module. */
 int process_open(struct request *req);

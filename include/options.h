@@ -19,11 +19,15 @@ struct options {
 	unsigned umask_value;        /* -u */
 	enum backend_choice backend; /* --backend=uring|plain|auto */
 	unsigned queue_depth;        /* --queue-depth=N: requests in flight */
-	unsigned write_merge; /* --write-merge=BYTES: 0 turns merging off */
-	int confine;          /* --confine[=DIR] */
+	unsigned write_merge;    /* --write-merge=BYTES: 0 turns merging off */
+	int confine;             /* --confine[=DIR] */
 	const char *confine_dir; /* DIR as given (NULL: the start directory) */
 	char *xferlog_path;      /* --xferlog=FILE */
 	int xferlog_format;      /* --xferlog-format: enum xferlog_format */
+	int atomic_uploads;      /* --atomic-uploads (upload.c) */
+	int fsync_on_close;      /* --fsync-on-close (upload.c) */
+	int file_mode;           /* -m: mode of files created, -1: not set */
+	int dir_mode;            /* -M: mode of directories created, or -1 */
 };
 
 /* Outcome of parse_options. */
