@@ -265,6 +265,8 @@ static int keep_old_attributes(const struct upload *t, int fd, const char *name)
  * open in place, or -1 with errno for an answer of our own. */
 static int wants_atomic(struct upload *t, int flags, int replace)
 {
+	struct stat dir;
+
 	if (fstatat(t->dir, t->leaf, &t->old, AT_SYMLINK_NOFOLLOW) == -1)
 		return errno == ENOENT && (flags & O_CREAT);
 	if (!S_ISREG(t->old.st_mode) || (flags & O_EXCL) || !replace)
@@ -273,6 +275,14 @@ static int wants_atomic(struct upload *t, int flags, int replace)
 	 * file (EACCES as open(2) says it), besides the directory's. */
 	if (faccessat(t->dir, t->leaf, W_OK, AT_EACCESS) == -1)
 		return -1;
+	/* In a sticky directory (/tmp's 1777) only the file's or the
+	 * directory's owner may rename over it: the CLOSE would fail. */
+	if (fstat(t->dir, &dir) == 0 && (dir.st_mode & S_ISVTX) &&
+	    geteuid() != 0 && t->old.st_uid != geteuid() &&
+	    dir.st_uid != geteuid()) {
+		errno = EPERM;
+		return -1;
+	}
 	t->replaces = 1;
 	return 1;
 }
@@ -386,6 +396,11 @@ int upload_open(const char *name, int *flags, int mode, int replace,
 			return open_atomic(t, name, *flags, mode, up);
 		if (rc == -1) {
 			rc = errno;
+			if (rc == EPERM)
+				logit(
+				    "atomic upload \"%s\": another user's file "
+				    "in a sticky directory cannot be replaced",
+				    name);
 			upload_discard(t);
 			errno = rc;
 			return -1;
