@@ -726,9 +726,12 @@ static int set_owner(const struct set_target *tg, const struct attrib *a)
 
 /* -m and -M force the mode of the files and directories the server
  * creates, and permission changes of those types are then ignored: the
- * rest of the request applies, and the answer is the rest's. */
+ * mode is set to what it already is, so the answer is the one the change
+ * would have got (PERMISSION_DENIED on another user's file), and the rest
+ * of the request applies.  Returns 0 when perm is to be set, else 1 with
+ * *mode the file's own. */
 static int mode_change_ignored(const struct set_target *tg, const char *name,
-                               uint32_t perm)
+                               uint32_t perm, mode_t *mode)
 {
 	struct stat st;
 	mode_t forced;
@@ -747,6 +750,7 @@ static int mode_change_ignored(const struct set_target *tg, const char *name,
 		return 0;
 	logit("set \"%s\" mode %04o ignored: %s %04o", name, perm,
 	      S_ISDIR(st.st_mode) ? "-M" : "-m", (unsigned)forced);
+	*mode = st.st_mode & 07777;
 	return 1;
 }
 
@@ -770,6 +774,7 @@ uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
 	struct set_target tg = {.name = name, .fd = fd, .dir = -1, .t = t};
 	char leaf[NAME_MAX + 1];
 	uint32_t status = SSH2_FX_OK;
+	mode_t mode;
 
 	/* A confined path is acted on from its directory's descriptor: a
 	 * directory swapped for a symlink since it was resolved cannot lead
@@ -787,10 +792,11 @@ uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
 		if (set_size(&tg, a->size) == -1)
 			status = errno_to_status(errno);
 	}
-	if ((a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) &&
-	    !mode_change_ignored(&tg, name, a->perm)) {
-		logit("set \"%s\" mode %04o", name, a->perm);
-		if (set_mode(&tg, a->perm & 07777) == -1)
+	if (a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) {
+		mode = a->perm & 07777;
+		if (!mode_change_ignored(&tg, name, a->perm, &mode))
+			logit("set \"%s\" mode %04o", name, a->perm);
+		if (set_mode(&tg, mode) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {

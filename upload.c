@@ -239,11 +239,13 @@ static int open_temp(struct upload *t, int flags, mode_t mode)
 	return open_named_temp(t, how, mode);
 }
 
-/* The old file's permission bits and, where we may, owner and group, onto
- * the new one: a TRUNCATE keeps them in OpenSSH's server (the set-ID bits
- * are dropped, as a write by an unprivileged process drops them). */
+/* The old file's permission bits, access time and, where we may, owner
+ * and group, onto the new one: a TRUNCATE keeps them in OpenSSH's server
+ * (the set-ID bits are dropped, as a write by an unprivileged process
+ * drops them). */
 static int keep_old_attributes(const struct upload *t, int fd, const char *name)
 {
+	struct timespec times[2] = {t->old.st_atim, {.tv_nsec = UTIME_OMIT}};
 	struct stat st;
 
 	if (fstat(fd, &st) == 0 &&
@@ -255,6 +257,7 @@ static int keep_old_attributes(const struct upload *t, int fd, const char *name)
 		    "atomic upload \"%s\": owner %lu group %lu not kept: %s",
 		    name, (unsigned long)t->old.st_uid,
 		    (unsigned long)t->old.st_gid, strerror(errno));
+	(void)futimens(fd, times);
 	return fchmod(fd, t->old.st_mode & 0777);
 }
 
@@ -323,7 +326,8 @@ static int open_atomic(struct upload *t, const char *name, int flags, int mode,
 	fd = open_temp(t, flags, t->replaces ? 0600 : creation_mode(mode));
 	if (fd < 0) {
 		err = errno;
-		if (err == EACCES || err == EPERM || err == EROFS)
+		/* Where OpenSSH's server would have truncated the file. */
+		if (t->replaces && (err == EACCES || err == EPERM))
 			logit("atomic upload \"%s\": cannot create a new file "
 			      "beside it: %s",
 			      name, strerror(err));
