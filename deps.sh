@@ -24,6 +24,9 @@ PACKAGES=(
 	python3 python3-paramiko lftp xfsprogs bc
 	mandoc debhelper gnuplot-nox
 	valgrind clang libclang-rt-14-dev
+	# tests/uploads.sh: a real client, the order of fsync and the CLOSE
+	# reply, a btrfs image
+	rclone strace btrfs-progs
 )
 
 say() { printf '==> %s\n' "$*"; }

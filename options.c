@@ -122,11 +122,7 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "  -M directory_mode           mode of every directory it "
 	       "creates\n"
 	       "                              (octal, at most 07777)\n"
-	       "  --atomic-uploads            an upload appears whole at "
-	       "CLOSE or not\n"
-	       "                              at all\n"
-	       "  --fsync-on-close            CLOSE answers once the file is "
-	       "on disk\n"
+
 	       "  --backend=auto|uring|plain  I/O back end (default auto:\n"
 	       "                              io_uring if the kernel allows "
 	       "it)\n"
@@ -143,6 +139,11 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "to FILE\n"
 	       "  --xferlog-format=xferlog|json\n"
 	       "                              its format (default xferlog)\n"
+	       "  --atomic-uploads            an upload appears whole at "
+	       "CLOSE or not\n"
+	       "                              at all\n"
+	       "  --fsync-on-close            CLOSE answers once the file is "
+	       "on disk\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
