@@ -349,7 +349,22 @@ static int open_atomic(struct upload *t, const char *name, int flags, int mode,
 	return fd;
 }
 
-/* In place, as open_file() opens it; a file it creates gets -m's mode. */
+/* Remove the file fd that an OPEN just created at name, when name still
+ * is that file (not a symlink that led to it, nor a file swapped in). */
+static void remove_created(const char *name, int fd)
+{
+	struct stat at, of;
+
+	if (fstat(fd, &of) == 0 &&
+	    (confine_active() ? confine_lstat(name, &at) : lstat(name, &at)) ==
+	        0 &&
+	    S_ISREG(at.st_mode) && at.st_dev == of.st_dev &&
+	    at.st_ino == of.st_ino)
+		(void)confine_unlink(name);
+}
+
+/* In place, as open_file() opens it; a file it creates gets -m's mode
+ * (or, where the mode cannot be set, is removed again: OPEN fails). */
 static int open_in_place(struct upload *t, const char *name, int *flags,
                          int mode, struct upload **up)
 {
@@ -358,8 +373,8 @@ static int open_in_place(struct upload *t, const char *name, int *flags,
 	fd = open_file_noting(name, flags, (int)creation_mode(mode), &created);
 	if (fd >= 0 && created && force_file_mode(fd, name) == -1) {
 		err = errno;
+		remove_created(name, fd);
 		close(fd);
-		(void)confine_unlink(name); /* it is ours: just made */
 		errno = err;
 		fd = -1;
 	}
