@@ -1,6 +1,7 @@
 /* The upload target: what OPEN, CLOSE, MKDIR, SETSTAT and copy-file do
  * beyond OpenSSH's server for --atomic-uploads, -m, -M and
- * --fsync-on-close (see upload.h, and doc/design.md, "Uploads").
+ * --fsync-on-close (see upload.h, and doc/design.md, "Uploads"), and
+ * open_file, the open of a client's path that every request uses.
  *
  * An atomic upload is written to an O_TMPFILE file opened from the
  * target's directory, and linked in at CLOSE: linkat(AT_EMPTY_PATH) where
@@ -25,7 +26,6 @@
 #include <unistd.h>
 
 #include "confine.h"
-#include "handlers.h"
 #include "log.h"
 #include "server.h"
 #include "upload.h"
@@ -68,6 +68,47 @@ static void close_keeping_errno(int fd)
 static int writable(int flags)
 {
 	return (flags & O_ACCMODE) != O_RDONLY;
+}
+
+/* ---- opening a client's path ------------------------------------------ */
+
+/* A confined path is opened from its directory's descriptor, so that a
+ * directory swapped for a symlink since it was resolved cannot lead
+ * elsewhere (see confine_parent). */
+static int open_by_name(const char *name, int flags, int mode)
+{
+	if (confine_active())
+		return confine_open(name, flags, (mode_t)mode);
+	return open(name, flags, mode);
+}
+
+/* Opening a FIFO waits for its other end, which would stop the whole
+ * server (OpenSSH's waits too): a FIFO is opened without waiting, so
+ * reading alone opens at once and writing alone fails (ENXIO) while
+ * nobody reads.  The look before the open also tells whether the open
+ * creates the file (-m, --fsync-on-close): it did when nothing was there
+ * (a file another process creates at that name at that very moment would
+ * count as ours). */
+int open_file_noting(const char *name, int *flags, int mode, int *created)
+{
+	struct stat st;
+	int rc, fd, absent;
+
+	/* A confined name has no final link left to follow (see Races). */
+	rc = confine_active() ? confine_lstat(name, &st) : stat(name, &st);
+	absent = rc == -1 && errno == ENOENT;
+	if (rc == 0 && S_ISFIFO(st.st_mode))
+		*flags |= O_NONBLOCK;
+	fd = open_by_name(name, *flags, mode);
+	*created = fd >= 0 && absent && (*flags & O_CREAT);
+	return fd;
+}
+
+int open_file(const char *name, int *flags, int mode)
+{
+	int created;
+
+	return open_file_noting(name, flags, mode, &created);
 }
 
 /* ---- finding the target --------------------------------------------- */

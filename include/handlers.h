@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "request.h"
+#include "upload.h" /* open_file */
 
 typedef int (*handler_fn)(struct request *req);
 
@@ -69,16 +70,6 @@ int setstat_request(struct request *req, const char *fn, enum setstat_target t);
  * them ("<op> old ... new ..."), answered with one call's result. */
 int path_pair_request(struct request *req, const char *fn, const char *op,
                       int (*call)(const char *, const char *));
-
-/* open(2) of a client's path, for every request that opens one (OPEN,
- * check-file-name, copy-file): beneath the confinement directory under
- * --confine, a FIFO without waiting (O_NONBLOCK is added to *flags), and
- * once more after giving up spare pipes on EMFILE.  -1 with errno set on
- * failure. */
-int open_file(const char *name, int *flags, int mode);
-/* open_file, and *created = 1 when the open made the file (nothing was
- * at the name when it looked first). */
-int open_file_noting(const char *name, int *flags, int mode, int *created);
 
 /* Handlers by module. */
 int process_open(struct request *req);

@@ -10,6 +10,7 @@
  *   --fsync-on-close  CLOSE answers once the file, and the name of a new
  *                     one, are on stable storage.
  *
+ * Every open of a client's path goes through here too (open_file).
  * OPEN, CLOSE, MKDIR, SETSTAT/FSETSTAT and copy-file call these.  They
  * work on names and descriptors only and keep their state in a struct
  * upload the caller holds (a handle's), never in the handle table or the
@@ -22,6 +23,15 @@
 
 /* What CLOSE still has to do for one open file. */
 struct upload;
+
+/* open(2) of a client's path, for every request that opens one (OPEN,
+ * check-file-name, copy-file): beneath the confinement directory under
+ * --confine, a FIFO without waiting (O_NONBLOCK is added to *flags).  -1
+ * with errno set on failure. */
+int open_file(const char *name, int *flags, int mode);
+/* open_file, and *created = 1 when the open made the file (nothing was
+ * at the name when it looked first). */
+int open_file_noting(const char *name, int *flags, int mode, int *created);
 
 /*
  * open(2) of OPEN's path (or copy-file's destination), as open_file()
