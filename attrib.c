@@ -1,7 +1,10 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* SFTP v3 attributes on the wire, and the "ls -l" long name that READDIR
  * sends, both byte for byte as OpenSSH's sftp-server does. */
 #include "config.h"
 
+#include <pthread.h>
 #include <grp.h>
 #include <locale.h>
 #include <pwd.h>
@@ -171,6 +174,8 @@ static int column_width(const char *s)
 	return len < 8 ? 8 : (int)len;
 }
 
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
 char *ls_longname(const char *name, const struct stat *st, time_t now)
 {
 	char mode[MODE_STRING_SIZE];
@@ -181,14 +186,17 @@ char *ls_longname(const char *name, const struct stat *st, time_t now)
 
 	strmode(st->st_mode, mode);
 	snprintf(links, sizeof(links), "%u", (unsigned)st->st_nlink);
-	/* libbsd caches these look-ups; unknown ids come back as numbers. */
+	int rc;
+
+	/* libbsd caches these look-ups, for every thread (READDIR runs in
+	 * workers): one at a time.  Unknown ids come back as numbers. */
+	pthread_mutex_lock(&names_lock);
 	user = user_from_uid(st->st_uid, 0);
 	group = group_from_gid(st->st_gid, 0);
 	format_date(date, sizeof(date), st->st_mtime, now);
-
-	if (asprintf(&line, "%s %3s %-*s %-*s %8llu %s %s", mode, links,
-	             column_width(user), user, column_width(group), group,
-	             (unsigned long long)st->st_size, date, name) < 0)
-		return NULL;
-	return line;
+	rc = asprintf(&line, "%s %3s %-*s %-*s %8llu %s %s", mode, links,
+	              column_width(user), user, column_width(group), group,
+	              (unsigned long long)st->st_size, date, name);
+	pthread_mutex_unlock(&names_lock);
+	return rc < 0 ? NULL : line;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The plain back end: pread/pwrite/fsync run at submit time; completions
  * wait in a list until reaped, so callers see the same flow as with
  * io_uring. */
@@ -20,38 +22,6 @@ static int plain_init(unsigned depth)
 	return 0;
 }
 
-static ssize_t plain_run(struct io_op *op)
-{
-	ssize_t n;
-
-	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
-	    op->opcode == IO_COPY_RANGE)
-		return io_write_now(op);
-	do {
-		switch (op->opcode) {
-		case IO_READ:
-			n = op->offset == IO_NO_OFFSET
-			        ? read(op->fd, op->buf, op->len)
-			        : pread(op->fd, op->buf, op->len,
-			                (off_t)op->offset);
-			break;
-		case IO_FSYNC:
-			n = fsync(op->fd);
-			break;
-		case IO_READAHEAD:
-			errno =
-			    posix_fadvise(op->fd, (off_t)op->offset,
-			                  (off_t)op->len, POSIX_FADV_WILLNEED);
-			n = errno ? -1 : 0;
-			break;
-		default:
-			errno = EINVAL;
-			n = -1;
-		}
-	} while (n == -1 && errno == EINTR);
-	return n == -1 ? -errno : n;
-}
-
 static int plain_submit(struct io_op *op)
 {
 	int hint = op->opcode == IO_READAHEAD;
@@ -60,7 +30,7 @@ static int plain_submit(struct io_op *op)
 	         : finished.count - hints >= max_depth)
 		return -EBUSY;
 	hints += hint;
-	op->result = plain_run(op);
+	op->result = io_run_now(op);
 	io_done_push(&finished, op);
 	return 0;
 }
@@ -91,6 +61,12 @@ static unsigned plain_in_flight(void)
 	return finished.count;
 }
 
+/* Everything, but read-ahead hints only start reading. */
+static int plain_runs_at_submit(const struct io_op *op)
+{
+	return op->opcode != IO_READAHEAD;
+}
+
 static void plain_shutdown(void)
 {
 }
@@ -103,5 +79,6 @@ const struct io_backend plain_backend = {
     .completion_fd = plain_completion_fd,
     .reap = plain_reap,
     .in_flight = plain_in_flight,
+    .runs_at_submit = plain_runs_at_submit,
     .shutdown = plain_shutdown,
 };

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The io_uring back end: one small ring, submissions batched into one
  * io_uring_submit per loop turn, completions found by polling the ring fd. */
 #include "config.h"
@@ -10,6 +12,8 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "log.h"
+#include "testkernel.h"
 
 static struct io_uring ring;
 static int ring_ready;
@@ -18,22 +22,39 @@ static unsigned hints; /* of those, read-ahead hints */
 /* Writes done at submit time, waiting to be reaped. */
 static struct io_done_list written;
 
+/* The probe's answer, less what a test's older kernel lacked
+ * (testkernel.h). */
+static int has_op(const struct io_uring_probe *probe, int op)
+{
+	return io_uring_opcode_supported(probe, op) && testkernel_uring_op(op);
+}
+
 /* Every opcode the ring runs must be there (kernels before 5.6 lack
  * IORING_OP_READ and FADVISE); writes and copy_file_range never reach the
- * ring (uring_submit does them inline). */
+ * ring (uring_submit does them inline).  A missing one is logged at
+ * VERBOSE, once: the back end starts once. */
 static int probe_opcodes(void)
 {
-	static const int needed[] = {IORING_OP_READ, IORING_OP_FSYNC,
-	                             IORING_OP_FADVISE};
+	static const struct {
+		int op;
+		const char *name;
+	} needed[] = {{IORING_OP_READ, "READ"},
+	              {IORING_OP_FSYNC, "FSYNC"},
+	              {IORING_OP_FADVISE, "FADVISE"}};
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&ring);
 	size_t i;
 	int rc = 0;
 
-	if (probe == NULL)
+	if (probe == NULL) {
+		/* IORING_REGISTER_PROBE came in 5.6, with READ. */
+		verbose("io_uring cannot list its operations");
 		return -ENOSYS;
+	}
 	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-		if (!io_uring_opcode_supported(probe, needed[i]))
+		if (!has_op(probe, needed[i].op)) {
+			verbose("io_uring has no IORING_OP_%s", needed[i].name);
 			rc = -ENOSYS;
+		}
 	io_uring_free_probe(probe);
 	return rc;
 }
@@ -55,6 +76,15 @@ static int uring_init(unsigned depth)
 	return 0;
 }
 
+/* Writes and copy_file_range (below says why), and reads of files that
+ * are not regular ones (backend.h, at_submit). */
+static int uring_runs_at_submit(const struct io_op *op)
+{
+	return op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
+	       op->opcode == IO_COPY_RANGE ||
+	       (op->opcode == IO_READ && op->at_submit);
+}
+
 /* Buffered writes are done at submit time (io_write_now), with one system
  * call, and completed without the ring.  The kernel would punt them to
  * io-wq worker threads (ext4 and most file systems cannot write to the
@@ -70,9 +100,8 @@ static int uring_submit(struct io_op *op)
 	if (hint ? hints >= BACKEND_HINT_SLOTS
 	         : in_flight + queued + written.count - hints >= max_depth)
 		return -EBUSY;
-	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
-	    op->opcode == IO_COPY_RANGE) {
-		op->result = io_write_now(op);
+	if (uring_runs_at_submit(op)) {
+		op->result = io_run_now(op);
 		io_done_push(&written, op);
 		return 0;
 	}
@@ -86,6 +115,7 @@ static int uring_submit(struct io_op *op)
 	case IO_WRITE:
 	case IO_WRITEV:
 	case IO_COPY_RANGE:
+	case IO_CALL:  /* io_submit gives these to the workers */
 		break; /* done above */
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);
@@ -175,5 +205,6 @@ const struct io_backend uring_backend = {
     .completion_fd = uring_completion_fd,
     .reap = uring_reap,
     .in_flight = uring_in_flight,
+    .runs_at_submit = uring_runs_at_submit,
     .shutdown = uring_shutdown,
 };

@@ -1,7 +1,10 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Back-end selection and the synchronous helper. */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -66,17 +69,36 @@ ssize_t io_sync(struct io_op *op)
 	return op->result;
 }
 
-int io_reap_ready(void)
+ssize_t io_run_now(struct io_op *op)
 {
-	struct io_op *done[64];
-	int i, n, total = 0;
+	ssize_t n;
 
-	while ((n = backend->reap(done, 64, 0)) > 0) {
-		for (i = 0; i < n; i++)
-			done[i]->done(done[i]);
-		total += n;
-	}
-	return n < 0 ? n : total;
+	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
+	    op->opcode == IO_COPY_RANGE)
+		return io_write_now(op);
+	do {
+		switch (op->opcode) {
+		case IO_READ:
+			n = op->offset == IO_NO_OFFSET
+			        ? read(op->fd, op->buf, op->len)
+			        : pread(op->fd, op->buf, op->len,
+			                (off_t)op->offset);
+			break;
+		case IO_FSYNC:
+			n = fsync(op->fd);
+			break;
+		case IO_READAHEAD:
+			errno =
+			    posix_fadvise(op->fd, (off_t)op->offset,
+			                  (off_t)op->len, POSIX_FADV_WILLNEED);
+			n = errno ? -1 : 0;
+			break;
+		default:
+			errno = EINVAL;
+			n = -1;
+		}
+	} while (n == -1 && errno == EINTR);
+	return n == -1 ? -errno : n;
 }
 
 ssize_t io_write_now(struct io_op *op)

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* File checksums: check-file-name, check-file-handle and paramiko's
  * check-file.  The handler checks the request, opens the file (by name) or
  * takes the handle's descriptor, and sets up the first read; the queue
@@ -6,7 +8,8 @@
  * not touch the range) are served between steps, and a cold file is read
  * ahead at disk speed.  Memory: one buffer of HASH_STEP bytes and the
  * digests (one, or at most one reply's worth per block) per request, and
- * the queue runs one such request at a time. */
+ * the queue runs one such request at a time.  Between steps it stops
+ * when the client has gone (cancel.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "cancel.h"
 #include "handle.h"
 #include "handlers.h"
 #include "hash.h"
@@ -174,6 +178,7 @@ static int hash_step(struct request *req)
 {
 	struct hash_job *job = req->job;
 	ssize_t n = req->io.result;
+	const char *why;
 	int rc;
 
 	if (n == -EINTR || n == -EAGAIN) {
@@ -198,6 +203,12 @@ static int hash_step(struct request *req)
 	job->pos += (uint64_t)n;
 	if (n == 0 || job->pos >= job->end) {
 		finish(req, job);
+		return 0;
+	}
+	if (work_cancelled(&why)) {
+		logit("%s \"%.100s\" cancelled at byte %llu: %s", job->op,
+		      job->name, (unsigned long long)job->pos, why);
+		send_cancelled(req, why);
 		return 0;
 	}
 	next_read(req, job);

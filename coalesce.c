@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Write merging.  A run collects WRITEs on one handle whose offsets follow
  * on from each other (or that all append) and writes them with one
  * IO_WRITEV (pwritev, done inline by both back ends: writes never reach
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "io.h"
 #include "coalesce.h"
 
 /* Enough iovecs for 256 KiB of 4 KiB writes; a run that fills them is
@@ -143,7 +146,7 @@ static void run_done(struct io_op *op)
 			run_advance(run, (size_t)n);
 			if (run->io.offset != IO_NO_OFFSET)
 				run->io.offset += (uint64_t)n;
-			if ((rc = backend->submit(&run->io)) == 0)
+			if ((rc = io_submit(&run->io)) == 0)
 				return;
 			n = rc;
 		}
@@ -164,7 +167,7 @@ static int run_submit(struct write_run *run)
 	run->io.iovcnt = run->iovcnt;
 	run->io.done = run_done;
 	run->io.owner = run;
-	if ((rc = backend->submit(&run->io)) == 0)
+	if ((rc = io_submit(&run->io)) == 0)
 		unlink_pending(run);
 	return rc;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* --confine: Landlock for what the kernel can enforce, and one resolver of
  * client paths beneath the confinement directory for what it cannot.
  * doc/design.md ("Confinement") explains the split and its limits. */
@@ -9,6 +11,7 @@
 #include <limits.h>
 #include <linux/landlock.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #include "confine.h"
 #include "landlock-sys.h"
 #include "log.h"
+#include "testkernel.h"
 
 /* Rights of later ABIs than older kernel headers (Debian 12's) know. */
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -82,7 +86,6 @@ static int active;
 static int root_fd = -1;         /* O_PATH descriptor of the directory */
 static char root[PATH_MAX];      /* its canonical path */
 static size_t root_len;          /* strlen(root) */
-static char alias[PATH_MAX];     /* the directory as configured, if other */
 static char start_dir[PATH_MAX]; /* canonical, beneath root */
 
 int confine_active(void)
@@ -225,14 +228,13 @@ static const char *under_prefix(const char *path, const char *prefix)
 }
 
 /* An absolute path (the client's or a symlink's target) as a path relative
- * to root, or NULL when it is not under root. */
+ * to root, or NULL when it is not under root.  Compared component by
+ * component, never as a string prefix: "/srv/u10" is not under
+ * "/srv/u1".  DIR has no other spelling that clients could use: the one
+ * configured held no symlink (see open_dir_safely). */
 static const char *strip_root(const char *path)
 {
-	const char *rest = under_prefix(path, root);
-
-	if (rest == NULL && alias[0] != '\0')
-		rest = under_prefix(path, alias);
-	return rest;
+	return under_prefix(path, root);
 }
 
 static int refuse(const char *path)
@@ -643,31 +645,150 @@ int confine_link(const char *from, const char *to)
 
 /* ---- set-up ------------------------------------------------------- */
 
-/* An absolute DIR as configured is a second spelling of root, so that
- * clients may name it the way the admin did even when a symlink leads
- * there.  It is only compared as text, never resolved again.  Empty when
- * it is the canonical path anyway. */
-static void set_alias(const char *dir)
+/*
+ * DIR is opened from "/" one component at a time, following no symlink,
+ * and refused unless nobody but root and DIR's owner could have moved it:
+ *
+ *   - no component may be a symlink (which would be followed as it reads
+ *     at this moment: whoever can replace it chooses DIR);
+ *   - every directory above DIR must be owned by root or by DIR's owner,
+ *     and writable by nobody else: no write bit for group or others,
+ *     unless it has the sticky bit (/tmp), where nobody but the owner of
+ *     an entry (root or DIR's owner, by the rule before) can rename or
+ *     remove it.
+ *
+ * This is sshd's ChrootDirectory rule, widened to let DIR's owner own the
+ * directories above it (a user's own tree) and any directory be sticky;
+ * DIR itself may have any owner and mode: what it holds is the session's
+ * business, where it is is not.  ACLs are not read (as sshd does not).
+ */
+#define MAX_DEPTH (PATH_MAX / 2) /* "/a/b/...": at most this many names */
+
+struct dir_component {
+	size_t end; /* its path is canon[0..end) */
+	uid_t uid;
+	mode_t mode;
+};
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+refuse_dir(const char *fmt, ...)
 {
-	alias[0] = '\0';
-	/* A relative DIR has no spelling of its own that clients see. */
-	if (dir != NULL && dir[0] == '/' && strcmp(dir, root) != 0)
-		strlcpy(alias, dir, sizeof(alias));
+	char why[PATH_MAX * 2 + 256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	fatal_exit(CONFINE_EXIT, "--confine: %s; refusing to run unconfined",
+	           why);
 }
 
-static int init_resolver(const char *dir, const char *start_dir_arg)
+/* Open the absolute path dir as DIR (see above), or exit.  Sets root and
+ * root_len; returns an O_PATH descriptor of it. */
+static int open_dir_safely(const char *dir)
+{
+	static struct dir_component above[MAX_DEPTH];
+	char buf[PATH_MAX], canon[PATH_MAX], *name, *save = NULL;
+	size_t depth = 0, len = 0, i;
+	struct stat st;
+	uid_t owner;
+	int fd, next;
+
+	if (strlcpy(buf, dir, sizeof(buf)) >= sizeof(buf))
+		refuse_dir("\"%.100s...\": %s", dir, strerror(ENAMETOOLONG));
+	if ((fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) != 0)
+		refuse_dir("\"/\": %s", strerror(errno));
+	canon[0] = '\0';
+	above[0].end = 0;
+	above[0].uid = st.st_uid;
+	above[0].mode = st.st_mode;
+	for (name = strtok_r(buf, "/", &save); name != NULL;
+	     name = strtok_r(NULL, "/", &save)) {
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			/* Text and descriptor go up together: no symlink was
+			 * followed on the way down, so the parent is the
+			 * one named. */
+			if (depth == 0)
+				continue;
+			next =
+			    openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			close(fd);
+			if (next < 0)
+				refuse_dir("\"%s/..\": %s", canon,
+				           strerror(errno));
+			fd = next;
+			depth--;
+			len = above[depth].end;
+			canon[len] = '\0';
+			continue;
+		}
+		if (depth + 1 >= MAX_DEPTH ||
+		    len + 1 + strlen(name) >= sizeof(canon))
+			refuse_dir("\"%.100s...\": %s", dir,
+			           strerror(ENAMETOOLONG));
+		len += (size_t)snprintf(canon + len, sizeof(canon) - len, "/%s",
+		                        name);
+		next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (next < 0)
+			refuse_dir("\"%s\": %s", canon, strerror(errno));
+		fd = next;
+		if (fstat(fd, &st) != 0)
+			refuse_dir("\"%s\": %s", canon, strerror(errno));
+		if (S_ISLNK(st.st_mode))
+			refuse_dir("\"%s\" is a symbolic link: whoever can "
+			           "replace it chooses the directory; give "
+			           "the real path",
+			           canon);
+		if (!S_ISDIR(st.st_mode))
+			refuse_dir("\"%s\": %s", canon, strerror(ENOTDIR));
+		depth++;
+		above[depth].end = len;
+		above[depth].uid = st.st_uid;
+		above[depth].mode = st.st_mode;
+	}
+	if (depth == 0)
+		strlcpy(canon, "/", sizeof(canon));
+	/* above[depth] is DIR itself: only the ones above it are checked,
+	 * against DIR's owner. */
+	owner = above[depth].uid;
+	for (i = 0; i < depth; i++) {
+		const char *path = i == 0 ? "/" : canon;
+		int at = i == 0 ? 1 : (int)above[i].end;
+
+		if (above[i].uid != 0 && above[i].uid != owner)
+			refuse_dir("\"%.*s\", above \"%s\", is owned by uid "
+			           "%lu, who could move the directory: only "
+			           "root or its owner (uid %lu) may own the "
+			           "directories above it",
+			           at, path, canon, (unsigned long)above[i].uid,
+			           (unsigned long)owner);
+		if ((above[i].mode & (S_IWGRP | S_IWOTH)) != 0 &&
+		    (above[i].mode & S_ISVTX) == 0)
+			refuse_dir("\"%.*s\", above \"%s\", is writable by "
+			           "%s (mode %04o) and not sticky: they "
+			           "could move the directory",
+			           at, path, canon,
+			           above[i].mode & S_IWOTH ? "others"
+			                                   : "its group",
+			           (unsigned)(above[i].mode & 07777));
+	}
+	strlcpy(root, canon, sizeof(root));
+	root_len = strlen(root);
+	return fd;
+}
+
+/* dir: DIR as an absolute path, not resolved yet. */
+static int init_resolver(const char *dir)
 {
 	char cwd[PATH_MAX];
 
-	if (realpath(dir != NULL ? dir : ".", root) == NULL)
-		return -errno;
-	root_len = strlen(root);
-	set_alias(dir != NULL ? dir : start_dir_arg);
 	if (root_fd >= 0)
 		close(root_fd);
-	root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root_fd < 0)
-		return -errno;
+	root_fd = open_dir_safely(dir);
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		return -errno;
 	if (!beneath_root(cwd)) {
@@ -741,6 +862,34 @@ static void warm_caches(void)
 	(void)group_from_gid(getgid(), 0);
 }
 
+/* What Landlock cannot do at an ABI older than the one we know best, each
+ * logged once at VERBOSE.  The resolver confines truncation without it;
+ * the other rights guard what the server never does.  Only the first is
+ * seen by clients. */
+static void log_missing_rights(int abi)
+{
+	static const struct {
+		int since;
+		const char *what;
+	} gaps[] = {
+	    {2, "no LANDLOCK_ACCESS_FS_REFER (Linux 5.19): renames and links "
+	        "between directories fail"},
+	    {3, "no LANDLOCK_ACCESS_FS_TRUNCATE (Linux 6.2): truncation is "
+	        "confined by path resolution alone"},
+	    {4, "no network rules (Linux 6.7): TCP bind and connect are not "
+	        "restricted"},
+	    {5, "no LANDLOCK_ACCESS_FS_IOCTL_DEV (Linux 6.10): device ioctls "
+	        "are not restricted"},
+	    {6, "no scopes (Linux 6.12): signals and abstract sockets are not "
+	        "restricted"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(gaps) / sizeof(gaps[0]); i++)
+		if (abi < gaps[i].since)
+			verbose("Landlock ABI %d: %s", abi, gaps[i].what);
+}
+
 static void restrict_self(void)
 {
 	struct landlock_path_beneath_attr beneath;
@@ -748,7 +897,8 @@ static void restrict_self(void)
 	size_t attr_size;
 	int abi, ruleset;
 
-	abi = (int)ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	abi = testkernel_landlock_abi(
+	    (int)ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION));
 	if (abi < 0)
 		refuse_start("Landlock is not available", errno);
 	handled_rights(abi, &attr, &attr_size);
@@ -765,17 +915,17 @@ static void restrict_self(void)
 		refuse_start("landlock_restrict_self", errno);
 	close(ruleset);
 	logit("confined to \"%s\" (Landlock ABI %d)", root, abi);
+	log_missing_rights(abi);
 }
 
-void confine_start(const char *dir, const char *start_dir_arg)
+void confine_start(const char *dir)
 {
-	struct stat st;
 	int rc;
 
-	if (dir != NULL && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-		refuse_start(dir, ENOTDIR);
-	if ((rc = init_resolver(dir, start_dir_arg)) != 0)
-		refuse_start(dir != NULL ? dir : "the start directory", -rc);
+	if (dir[0] != '/')
+		refuse_start(dir, EINVAL);
+	if ((rc = init_resolver(dir)) != 0)
+		refuse_start(dir, -rc);
 	warm_caches();
 	restrict_self();
 }

@@ -6,7 +6,9 @@
 #   CONFIGURE_FLAGS=--enable-werror ./deps.sh   # flags passed to ./configure
 #
 # valgrind, clang and libclang-rt-14-dev are for the tests only: the leak
-# checks (tests/leaks.sh) and the libFuzzer target (tests/fuzz.sh).
+# checks (tests/leaks.sh) and the libFuzzer target (tests/fuzz.sh); so are
+# libfuse3-dev, fuse3 and btrfs-progs (tests/readsafety.sh mounts a FUSE
+# passthrough, tests/fusepass, and a btrfs loop device).
 #
 # Safe to run again: installed packages are not touched, autoreconf runs only
 # when configure is missing or stale, and ./configure runs only when the tree
@@ -24,9 +26,10 @@ PACKAGES=(
 	python3 python3-paramiko lftp xfsprogs bc
 	mandoc debhelper gnuplot-nox
 	valgrind clang libclang-rt-14-dev
-	# tests/uploads.sh: a real client, the order of fsync and the CLOSE
-	# reply, a btrfs image
-	rclone strace btrfs-progs
+	libfuse3-dev fuse3 btrfs-progs
+	# tests/uploads.sh: a real client (rclone), the order of fsync and the
+	# CLOSE reply (strace)
+	rclone strace
 )
 
 say() { printf '==> %s\n' "$*"; }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* WinSCP's small extras from draft-ietf-secsh-filexfer-extensions-00:
  * space-available, and vendor-id both ways (ours in VERSION, the
  * client's as a request). */
@@ -110,10 +112,12 @@ int put_vendor_id(struct wbuf *w)
 }
 
 /* The client's own vendor-id: vendor, product, version, build number.
- * Logged; WinSCP's also tells us how it reads check-file replies. */
+ * Logged; WinSCP's also tells us how it reads check-file replies.  It
+ * asks for nothing, so a malformed one is answered SSH2_FX_BAD_MESSAGE
+ * and the session goes on: ending it (as a malformed OPEN or READ does,
+ * after OpenSSH) would punish a client for a courtesy. */
 int process_extended_vendor_id(struct request *req)
 {
-	static const char fn[] = "process_extended_vendor_id";
 	char *vendor = NULL, *product = NULL, *version = NULL;
 	uint64_t build;
 	int rc;
@@ -126,12 +130,14 @@ int process_extended_vendor_id(struct request *req)
 	if (rc == BUF_OK)
 		rc = rbuf_get_u64(&req->body, &build);
 	if (rc != BUF_OK) {
+		error("request %u: vendor-id: %s; answered \"Bad message\"",
+		      req->id,
+		      field_error(&req->body, rc, version != NULL ? 0 : 1));
 		free(vendor);
 		free(product);
 		free(version);
-		return parse_fail(
-		    req, fn,
-		    field_error(&req->body, rc, version != NULL ? 0 : 1));
+		send_status(req, SSH2_FX_BAD_MESSAGE);
+		return HANDLER_DONE;
 	}
 	verbose("vendor-id: client \"%s\" version \"%s\" build %llu by \"%s\"",
 	        product, version, (unsigned long long)build, vendor);

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Framing: SFTP packets cut off the front of the input buffer into
  * requests.  A packet is a uint32 length (type byte and body), then those
  * bytes.  Kept apart from input.c, which holds bytes and knows nothing of

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The handle table: slots reused last-freed-first, like OpenSSH's, so a
  * client sees the same handle values. */
 #include "config.h"
@@ -14,8 +16,12 @@
 #include "upload.h"
 #include "xferlog.h"
 
-static struct handle *handles;
-static unsigned num_slots; /* allocated */
+/* Slots live in blocks that never move once made: worker threads read
+ * handles (workers.h) while the loop makes new ones. */
+#define BLOCK_SLOTS 64
+#define MAX_BLOCKS ((1U << 20) / BLOCK_SLOTS)
+static struct handle *blocks[MAX_BLOCKS];
+static unsigned num_slots; /* made */
 static unsigned num_used;  /* in use */
 static unsigned max_handles = 1U << 20;
 static int first_free = -1; /* LIFO list through next_free */
@@ -30,65 +36,117 @@ unsigned handle_count(void)
 	return num_used;
 }
 
+static struct handle *slot(unsigned idx)
+{
+	return &blocks[idx / BLOCK_SLOTS][idx % BLOCK_SLOTS];
+}
+
 static int handle_slot_alloc(void)
 {
-	struct handle *grown;
 	int idx;
 
 	if (first_free != -1) {
 		idx = first_free;
-		first_free = handles[idx].next_free;
+		first_free = slot((unsigned)idx)->next_free;
 		return idx;
 	}
-	/* Grow one slot at a time in index space, a few at a time in
+	/* Grow one slot at a time in index space, a block at a time in
 	 * memory. */
-	if (num_slots % 64 == 0) {
-		grown = realloc(handles, (num_slots + 64) * sizeof(*handles));
-		if (grown == NULL)
+	if (num_slots % BLOCK_SLOTS == 0) {
+		if (num_slots / BLOCK_SLOTS >= MAX_BLOCKS)
 			return -1;
-		handles = grown;
+		blocks[num_slots / BLOCK_SLOTS] =
+		    calloc(BLOCK_SLOTS, sizeof(struct handle));
+		if (blocks[num_slots / BLOCK_SLOTS] == NULL)
+			return -1;
 	}
 	idx = (int)num_slots++;
-	memset(&handles[idx], 0, sizeof(handles[idx]));
 	return idx;
 }
 
 int handle_new(enum handle_kind kind, const char *name, int fd, DIR *dirp,
                int flags)
 {
-	struct handle *h;
 	struct stat st;
-	char *copy;
+
+	return handle_new_stat(kind, name, fd, dirp, flags,
+	                       fd >= 0 && fstat(fd, &st) == 0 ? &st : NULL);
+}
+
+int handle_new_stat(enum handle_kind kind, const char *name, int fd, DIR *dirp,
+                    int flags, const struct stat *st)
+{
+	int idx = handle_reserve();
+
+	if (idx != -1 &&
+	    handle_fill(idx, kind, name, fd, dirp, flags, st) != 0) {
+		handle_unreserve(idx);
+		idx = -1;
+	}
+	return idx;
+}
+
+int handle_reserve(void)
+{
+	struct handle *h;
 	int idx;
 
 	if (num_used >= max_handles) {
 		errno = EMFILE;
 		return -1;
 	}
-	if ((copy = strdup(name)) == NULL)
-		return -1;
 	if ((idx = handle_slot_alloc()) == -1) {
-		free(copy);
 		errno = ENOMEM;
 		return -1;
 	}
-	h = &handles[idx];
+	h = slot((unsigned)idx);
 	memset(h, 0, sizeof(*h));
+	h->kind = HANDLE_RESERVED;
+	h->next_free = -1;
+	num_used++;
+	return idx;
+}
+
+int handle_fill(int idx, enum handle_kind kind, const char *name, int fd,
+                DIR *dirp, int flags, const struct stat *st)
+{
+	struct handle *h = slot((unsigned)idx);
+	char *copy;
+
+	if ((copy = strdup(name)) == NULL)
+		return -1;
 	h->kind = kind;
 	h->fd = fd;
 	h->dirp = dirp;
 	h->flags = flags;
 	h->name = copy;
-	h->next_free = -1;
 	xferlog_now(&h->opened);
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		h->dev = st.st_dev;
-		h->ino = st.st_ino;
-		h->is_regular = S_ISREG(st.st_mode);
-		h->type = st.st_mode & S_IFMT;
+	if (st != NULL) {
+		h->dev = st->st_dev;
+		h->ino = st->st_ino;
+		h->is_regular = S_ISREG(st->st_mode);
+		h->type = st->st_mode & S_IFMT;
 	}
-	num_used++;
-	return idx;
+	return 0;
+}
+
+/* Give a slot back to the free list. */
+static void slot_free(int idx)
+{
+	struct handle *h = slot((unsigned)idx);
+
+	memset(h, 0, sizeof(*h));
+	h->kind = HANDLE_UNUSED;
+	h->next_free = first_free;
+	first_free = idx;
+	num_used--;
+}
+
+void handle_unreserve(int idx)
+{
+	if (idx >= 0 && (unsigned)idx < num_slots &&
+	    slot((unsigned)idx)->kind == HANDLE_RESERVED)
+		slot_free(idx);
 }
 
 struct handle *handle_get(int idx, enum handle_kind kind)
@@ -97,8 +155,8 @@ struct handle *handle_get(int idx, enum handle_kind kind)
 
 	if (idx < 0 || (unsigned)idx >= num_slots)
 		return NULL;
-	h = &handles[idx];
-	if (h->kind == HANDLE_UNUSED)
+	h = slot((unsigned)idx);
+	if (h->kind == HANDLE_UNUSED || h->kind == HANDLE_RESERVED)
 		return NULL;
 	if (kind != HANDLE_UNUSED && h->kind != kind)
 		return NULL;
@@ -139,27 +197,37 @@ int handle_put(struct wbuf *w, int idx)
 	return wbuf_put_string(w, b, sizeof(b));
 }
 
+int handle_detach(int idx, int *fd, DIR **dirp)
+{
+	struct handle *h = handle_get(idx, HANDLE_UNUSED);
+
+	if (h == NULL)
+		return -1;
+	*fd = h->kind == HANDLE_FILE ? h->fd : -1;
+	*dirp = h->kind == HANDLE_DIR ? h->dirp : NULL;
+	free(h->name);
+	slot_free(idx);
+	return 0;
+}
+
 int handle_close(int idx)
 {
 	struct handle *h = handle_get(idx, HANDLE_UNUSED);
-	int rc = 0;
+	DIR *dirp;
+	int fd;
 
-	if (h == NULL) {
+	/* An upload not finished by CLOSE is given up (upload.h). */
+	if (h != NULL && h->upload != NULL) {
+		upload_discard(h->upload);
+		h->upload = NULL;
+	}
+	if (handle_detach(idx, &fd, &dirp) != 0) {
 		errno = ENOENT;
 		return -1;
 	}
-	upload_discard(h->upload);
-	if (h->kind == HANDLE_FILE)
-		rc = close(h->fd);
-	else if (h->dirp != NULL)
-		rc = closedir(h->dirp);
-	free(h->name);
-	memset(h, 0, sizeof(*h));
-	h->kind = HANDLE_UNUSED;
-	h->next_free = first_free;
-	first_free = idx;
-	num_used--;
-	return rc;
+	if (dirp != NULL)
+		return closedir(dirp);
+	return fd >= 0 ? close(fd) : 0;
 }
 
 int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos)
@@ -184,7 +252,7 @@ void handle_close_all(void)
 	unsigned i;
 
 	for (i = 0; i < num_slots; i++) {
-		h = &handles[i];
+		h = slot(i);
 		if (h->kind == HANDLE_FILE) {
 			logit(
 			    "forced close \"%s\" bytes read %llu written %llu",

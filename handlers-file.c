@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Requests on open handles: OPEN, CLOSE, READ, WRITE, FSTAT, FSETSTAT,
  * OPENDIR, READDIR.  READ and WRITE parse, find where OpenSSH's lseek would
  * leave the file (handle_seek) and set up req->io (setup_io); a READ also
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +25,7 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
+#include "listing.h"
 #include "log.h"
 #include "parse.h"
 #include "readahead.h"
@@ -32,8 +36,12 @@
 #include "status.h"
 #include "upload.h"
 
-/* READDIR sends at most this many names per reply, as OpenSSH does. */
-#define READDIR_BATCH 100
+/* READDIR sends at most this many names per reply (OpenSSH: 100), and
+ * stops adding names once the reply is about this long: every client
+ * takes packets of 64 KiB (libssh2, paramiko, sshfs, lftp, OpenSSH and
+ * rclone take 256 KiB).  Fewer, longer replies are fewer round trips. */
+#define READDIR_BATCH 1024
+#define READDIR_REPLY_BYTES (60 * 1024)
 /* DATA reply header: length, type, id, data length. */
 #define DATA_HEADER_LEN 13
 
@@ -99,6 +107,38 @@ static DIR *opendir_by_name(const char *path)
 	return dirp;
 }
 
+/* Is fd on a file system whose files are made as they are read (procfs,
+ * sysfs and their kin)?  Their sizes say nothing (0 for /proc files),
+ * reading at an offset that is not where the last read ended regenerates
+ * everything before it, and seeking may fail where reading would not: so
+ * they are read as OpenSSH reads them, lseek() then read(), one at a time
+ * (like a device: not a regular file to us). */
+static int pseudo_fs(int fd)
+{
+	static const unsigned long magic[] = {
+	    0x9fa0,     /* procfs */
+	    0x62656572, /* sysfs */
+	    0x64626720, /* debugfs */
+	    0x74726163, /* tracefs */
+	    0x73636673, /* securityfs */
+	    0x27e0eb,   /* cgroup */
+	    0x63677270, /* cgroup2 */
+	    0x62656570, /* configfs */
+	    0xcafe4a11, /* bpf */
+	    0x6165676c, /* pstore */
+	    0xde5e81e4, /* efivarfs */
+	};
+	struct statfs fs;
+	size_t i;
+
+	if (fstatfs(fd, &fs) != 0)
+		return 0;
+	for (i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if ((unsigned long)fs.f_type == magic[i])
+			return 1;
+	return 0;
+}
+
 /* A FIFO, socket or character device may make a read or a write wait
  * for another process (forever, for a FIFO nobody writes): those never
  * wait here, they fail with EAGAIN (FAILURE) where OpenSSH would wait.
@@ -119,28 +159,60 @@ static int set_blocking_mode(struct handle *h)
 	return 0;
 }
 
-/* The handle of a file just opened, which takes fd and up over.  Returns
- * its index, or -1 with *status set (fd closed, up discarded). */
-static int open_handle(const char *name, int fd, int flags, struct upload *up,
-                       uint32_t *status)
+/* The handle for what an OPEN or OPENDIR opened: in the slot it took as
+ * it started (so handles are numbered in arrival order, as OpenSSH's),
+ * or a new one.  The index, or -1. */
+static int handle_take(struct request *req, enum handle_kind kind, int fd,
+                       DIR *dirp, int flags, const struct stat *st)
+{
+	int idx = req->reserved_handle;
+
+	if (idx == -1)
+		return handle_new_stat(kind, req->opened_name, fd, dirp, flags,
+		                       st);
+	if (handle_fill(idx, kind, req->opened_name, fd, dirp, flags, st) != 0)
+		return -1; /* the slot goes back with the request */
+	req->reserved_handle = -1;
+	return idx;
+}
+
+/* The loop's part of an OPEN: a handle for the file the handler opened
+ * (maybe in a worker thread), in the loop because the handle table is the
+ * loop's.  Nothing here waits on the storage: the fstat() was done with
+ * the open. */
+static void open_finish(struct request *req)
 {
 	struct handle *h;
-	int idx = handle_new(HANDLE_FILE, name, fd, NULL, flags);
+	uint32_t status = SSH2_FX_FAILURE;
+	int idx, fd = req->opened_fd, flags = req->opened_flags;
 
+	idx = handle_take(req, HANDLE_FILE, fd, NULL, flags,
+	                  req->opened_has_st ? &req->opened_st : NULL);
+	req->opened_fd = -1;
+	if (idx != -1) {
+		/* The handle has the upload now (handle_close discards it). */
+		h = handle_get(idx, HANDLE_FILE);
+		h->upload = req->opened_upload;
+		req->opened_upload = NULL;
+	}
 	if (idx == -1) {
-		upload_discard(up);
-		close(fd);
-		*status = SSH2_FX_FAILURE;
-		return -1;
+		close(fd); /* the upload goes with the request (request_free) */
+	} else if (set_blocking_mode(h) == -1) {
+		status = errno_to_status(errno);
+		handle_close(idx);
+	} else {
+		/* Read where its last read left it, as OpenSSH does. */
+		if (req->opened_pseudo)
+			h->is_regular = 0;
+		if ((flags & O_ACCMODE) != O_WRONLY)
+			readahead_on_open(h);
+		send_handle(req, idx);
+		status = SSH2_FX_OK;
 	}
-	h = handle_get(idx, HANDLE_FILE);
-	h->upload = up;
-	if (set_blocking_mode(h) == -1) {
-		*status = errno_to_status(errno);
-		handle_close(idx); /* discards the upload */
-		return -1;
-	}
-	return idx;
+	if (status != SSH2_FX_OK)
+		send_status(req, status);
+	free(req->opened_name);
+	req->opened_name = NULL;
 }
 
 int process_open(struct request *req)
@@ -148,7 +220,7 @@ int process_open(struct request *req)
 	struct attrib a;
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
-	int flags, mode, fd, idx, rc, use;
+	int flags, mode, fd, rc, use;
 	struct upload *up = NULL;
 
 	if (get_string(req, "process_open", &name) != 0)
@@ -178,57 +250,159 @@ int process_open(struct request *req)
 	} else if ((fd = upload_open(name, &flags, mode, flags & O_TRUNC,
 	                             &up)) == -1) {
 		status = errno_to_status(errno);
-	} else if ((idx = open_handle(name, fd, flags, up, &status)) != -1) {
-		if ((flags & O_ACCMODE) != O_WRONLY)
-			readahead_on_open(handle_get(idx, HANDLE_FILE));
-		send_handle(req, idx);
-		status = SSH2_FX_OK;
+	} else {
+		req->opened_fd = fd;
+		req->opened_flags = flags;
+		req->opened_has_st = fstat(fd, &req->opened_st) == 0;
+		req->opened_pseudo = pseudo_fs(fd);
+		req->opened_name = name;
+		req->opened_upload = up;
+		req->io_finish = open_finish;
+		return HANDLER_FINISH;
 	}
-	if (status != SSH2_FX_OK)
-		send_status(req, status);
+	send_status(req, status);
 	free(name);
 	return HANDLER_DONE;
 }
 
-/* The close line, then what the upload still needs (upload_finish: the
- * fsync of --fsync-on-close, the link of --atomic-uploads), then the
- * transfer log's line.  Returns 0, or -errno when finishing failed: the
- * CLOSE's answer. */
-static int finish_file(struct handle *h)
+/* What CLOSE still does for a file with upload work (upload_pending: the
+ * fsync of --fsync-on-close, the link of --atomic-uploads) once its handle
+ * is out of the table: upload_finish and close(2) in a worker (close_call),
+ * then, back in the loop, the transfer log's line, which says whether the
+ * upload was finished (close_finish). */
+struct close_job {
+	struct upload *up;
+	int writable, failed;
+	int ran;         /* close_call ran (else close_finish cleans up) */
+	struct handle h; /* the handle as it was, for the transfer log */
+};
+
+/* The job for h, which takes its upload over; NULL when there is no
+ * upload work (or no memory: then it is done here and now). */
+static struct close_job *close_job_new(struct handle *h)
 {
+	int writable = (h->flags & O_ACCMODE) != O_RDONLY;
+	struct close_job *job;
+
+	if (!upload_pending(h->upload, writable))
+		return NULL;
+	if ((job = calloc(1, sizeof(*job))) == NULL ||
+	    (job->h.name = strdup(h->name)) == NULL) {
+		free(job);
+		h->upload_lost = upload_finish(h->upload, h->name, h->fd,
+		                               writable, h->writes_failed) < 0;
+		h->upload = NULL;
+		return NULL;
+	}
+	job->up = h->upload;
+	job->writable = writable;
+	job->failed = h->writes_failed;
+	job->h.flags = h->flags;
+	job->h.bytes_read = h->bytes_read;
+	job->h.bytes_written = h->bytes_written;
+	job->h.opened = h->opened;
+	job->h.write_failed = h->write_failed;
+	h->upload = NULL;
+	return job;
+}
+
+/* The close line, and (unless a job writes it later) the transfer log's. */
+static void log_close(int idx, const struct close_job *job)
+{
+	struct handle *h = handle_get(idx, HANDLE_FILE);
+
+	if (h != NULL) {
+		logit("close \"%s\" bytes read %llu written %llu", h->name,
+		      (unsigned long long)h->bytes_read,
+		      (unsigned long long)h->bytes_written);
+		if (job == NULL)
+			handle_log_transfer(h, 0);
+	} else
+		logit("closedir \"%s\"", handle_name(idx));
+}
+
+/* CLOSE's close(2), in a worker thread: on network storage it waits
+ * for the data to be written back. */
+static void close_call(struct io_op *op)
+{
+	int rc = op->buf != NULL ? closedir(op->buf) : close(op->fd);
+
+	op->result = rc == 0 ? 0 : -errno;
+}
+
+/* The same with a job: first upload_finish (which may fsync and link),
+ * its log lines kept with the request's, as the queue keeps a handler's
+ * (log.h). */
+static void close_upload_call(struct io_op *op)
+{
+	struct request *req = op->owner;
+	struct close_job *job = op->buf;
 	int rc;
 
-	logit("close \"%s\" bytes read %llu written %llu", h->name,
-	      (unsigned long long)h->bytes_read,
-	      (unsigned long long)h->bytes_written);
-	rc =
-	    upload_finish(h->upload, h->name, h->fd,
-	                  (h->flags & O_ACCMODE) != O_RDONLY, h->writes_failed);
-	h->upload = NULL;
-	h->upload_lost = rc < 0;
-	handle_log_transfer(h, 0);
-	return rc;
+	log_capture(&req->log_lines);
+	rc = upload_finish(job->up, job->h.name, op->fd, job->writable,
+	                   job->failed);
+	log_capture(NULL);
+	job->up = NULL;
+	job->ran = 1;
+	job->h.upload_lost = rc < 0;
+	if (close(op->fd) != 0 && rc == 0)
+		rc = -errno;
+	op->result = rc;
+}
+
+static void close_finish(struct request *req)
+{
+	struct close_job *job =
+	    req->io.call == close_upload_call ? req->io.buf : NULL;
+
+	if (job != NULL) {
+		if (!job->ran) { /* never submitted: given up */
+			upload_discard(job->up);
+			close(req->io.fd);
+			job->h.upload_lost = 1;
+		}
+		handle_log_transfer(&job->h, 0);
+		free(job->h.name);
+		free(job);
+		req->io.buf = NULL;
+	}
+	if (req->io.result < 0) {
+		/* An upload discarded for its failed writes: FAILURE. */
+		send_status(req, errno_to_status((int)-req->io.result));
+		return;
+	}
+	send_result(req, 0);
 }
 
 int process_close(struct request *req)
 {
+	struct close_job *job = NULL;
 	struct handle *h;
-	int idx, rc = 0;
+	DIR *dirp;
+	int idx, fd;
 
 	if (get_handle(req, "process_close", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
 	if ((h = handle_get(idx, HANDLE_FILE)) != NULL)
-		rc = finish_file(h);
-	else
-		logit("closedir \"%s\"", handle_name(idx));
-	if (rc < 0) {
-		handle_close(idx);
-		send_status(req, errno_to_status(-rc));
-	} else {
-		send_result(req, handle_close(idx));
+		job = close_job_new(h);
+	log_close(idx, job);
+	/* The slot is free now, as OpenSSH's is once it answers: later
+	 * requests see the handle gone. */
+	if (handle_detach(idx, &fd, &dirp) != 0) {
+		errno = ENOENT;
+		send_result(req, -1);
+		return HANDLER_DONE;
 	}
-	return HANDLER_DONE;
+	memset(&req->io, 0, sizeof(req->io));
+	req->io.opcode = IO_CALL;
+	req->io.call = job != NULL ? close_upload_call : close_call;
+	req->io.fd = fd;
+	req->io.buf = job != NULL ? (void *)job : (void *)dirp;
+	req->io.owner = req;
+	req->io_finish = close_finish;
+	return HANDLER_IO;
 }
 
 /* OpenSSH seeks, then reads or writes, and names the failing step in its
@@ -365,6 +539,7 @@ int process_read(struct request *req)
 	setup_io(req, h, idx, IO_READ, pos, NULL, len);
 	req->io_finish = read_finish;
 	req->io_prepare = take_read_mem;
+	req->io.at_submit = !h->is_regular;
 	return HANDLER_IO;
 }
 
@@ -476,11 +651,27 @@ int process_fsetstat(struct request *req)
 	return HANDLER_DONE;
 }
 
+static void opendir_finish(struct request *req)
+{
+	DIR *dirp = req->opened_dir;
+	int idx;
+
+	req->opened_dir = NULL;
+	if ((idx = handle_take(req, HANDLE_DIR, -1, dirp, 0, NULL)) == -1) {
+		closedir(dirp);
+		send_status(req, SSH2_FX_FAILURE);
+	} else {
+		send_handle(req, idx);
+	}
+	free(req->opened_name);
+	req->opened_name = NULL;
+}
+
 int process_opendir(struct request *req)
 {
 	char *path;
 	DIR *dirp;
-	int idx, rc;
+	int rc;
 
 	if (get_string(req, "process_opendir", &path) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -491,45 +682,32 @@ int process_opendir(struct request *req)
 	logit("opendir \"%s\"", path);
 	if ((dirp = opendir_by_name(path)) == NULL) {
 		send_errno(req);
-	} else if ((idx = handle_new(HANDLE_DIR, path, -1, dirp, 0)) == -1) {
-		closedir(dirp);
-		send_status(req, SSH2_FX_FAILURE);
-	} else {
-		send_handle(req, idx);
+		free(path);
+		return HANDLER_DONE;
 	}
-	free(path);
-	return HANDLER_DONE;
+	req->opened_dir = dirp;
+	req->opened_name = path;
+	req->io_finish = opendir_finish;
+	return HANDLER_FINISH;
 }
 
-/* Append one NAME entry: file name, long name, lstat attributes.  The
- * entry is looked up in the directory the handle holds open, not by its
- * path again: that may lead elsewhere by now (and out of --confine). */
-static int put_dir_entry(struct request *req, DIR *dirp, const char *dir,
-                         const char *name, time_t now)
+/* Append one NAME entry: file name, long name, lstat attributes. */
+static void put_dir_entry(struct request *req, const struct listing_entry *e,
+                          time_t now)
 {
-	const char *look = name;
 	char *longname;
 	struct attrib a;
-	struct stat st;
 	int rc;
 
-	/* The confinement directory's ".." is outside: show it as itself,
-	 * as a chroot does. */
-	if (confine_active() && strcmp(name, "..") == 0 &&
-	    strcmp(dir, confine_root()) == 0)
-		look = ".";
-	if (fstatat(dirfd(dirp), look, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return 0; /* skipped, as OpenSSH skips entries it cannot stat */
-	if ((longname = ls_longname(name, &st, now)) == NULL)
-		return 0;
-	attrib_from_stat(&st, &a);
-	rc = wbuf_put_cstring(&req->reply, name) == BUF_OK &&
+	if ((longname = ls_longname(e->name, &e->st, now)) == NULL)
+		fatal_exit(255, "process_readdir: out of memory");
+	attrib_from_stat(&e->st, &a);
+	rc = wbuf_put_cstring(&req->reply, e->name) == BUF_OK &&
 	     wbuf_put_cstring(&req->reply, longname) == BUF_OK &&
 	     attrib_encode(&req->reply, &a) == BUF_OK;
 	free(longname);
 	if (!rc)
 		fatal_exit(255, "process_readdir: encode failed");
-	return 1;
 }
 
 /* The fine-grained clock: file times may be fine-grained too (multigrain
@@ -546,10 +724,11 @@ static time_t wall_clock_now(void)
 
 int process_readdir(struct request *req)
 {
-	struct dirent *dp;
+	struct listing l = {0};
 	struct handle *h;
 	uint32_t count = 0;
 	time_t now = wall_clock_now();
+	size_t i;
 	int idx;
 
 	if (get_handle(req, "process_readdir", &idx) != 0)
@@ -563,8 +742,20 @@ int process_readdir(struct request *req)
 	reply_begin(req, SSH2_FXP_NAME);
 	if (wbuf_put_u32(&req->reply, 0) != BUF_OK) /* count, patched below */
 		fatal_exit(255, "process_readdir: encode failed");
-	while (count < READDIR_BATCH && (dp = readdir(h->dirp)) != NULL)
-		count += put_dir_entry(req, h->dirp, h->name, dp->d_name, now);
+	/* Entries that cannot be looked up are skipped, as OpenSSH skips
+	 * them: a batch of those only is followed by another. */
+	do {
+		if (listing_read(h->dirp, &l, READDIR_BATCH,
+		                 READDIR_REPLY_BYTES) != 0)
+			fatal_exit(255, "process_readdir: out of memory");
+		listing_stat(h->dirp, h->name, &l);
+		for (i = 0; i < l.n; i++)
+			if (l.e[i].ok) {
+				put_dir_entry(req, &l.e[i], now);
+				count++;
+			}
+	} while (count == 0 && l.n > 0);
+	listing_free(&l);
 	if (count == 0) {
 		send_status(req, SSH2_FX_EOF);
 		return HANDLER_DONE;

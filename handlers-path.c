@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Requests that name a path: STAT, LSTAT, SETSTAT, REMOVE, MKDIR, RMDIR,
  * REALPATH, RENAME, READLINK and SYMLINK.  They run synchronously as
  * barriers, one system call (or a short fixed sequence) each, and must log

@@ -1,11 +1,16 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The request table and dispatch: INIT, the before-init rule, extension
  * look-up and the -R/-P/-p filter, as OpenSSH's process() does them. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "handle.h"
 #include "handlers.h"
 #include "hash.h"
 #include "log.h"
@@ -17,31 +22,36 @@
 
 struct server srv;
 
-#define HANDLER(t, n, w, io, f)                                                \
+/* The trailing arguments are more of the row's fields: ORDERED() for
+ * requests that are no barrier (order.h). */
+#define HANDLER(t, n, w, io, f, ...)                                           \
 	{                                                                      \
-		.name = n, .type = t, .does_write = w, .is_io = io, .fn = f    \
+		.name = n, .type = t, .does_write = w, .is_io = io, .fn = f,   \
+		__VA_ARGS__                                                    \
 	}
-#define EXTENSION(e, v, n, w, f)                                               \
+#define EXTENSION(e, v, n, w, f, ...)                                          \
 	{                                                                      \
 		.name = n, .ext_name = e, .ext_version = v, .does_write = w,   \
-		.fn = f                                                        \
+		.fn = f, __VA_ARGS__                                           \
 	}
 /* Rows whose paths are not all PATH_FOLLOW (see enum path_use). */
-#define HANDLER_PATHS(t, n, w, f, p1, p2)                                      \
+#define HANDLER_PATHS(t, n, w, f, p1, p2, ...)                                 \
 	{                                                                      \
-		.name = n, .type = t, .does_write = w, .fn = f, .path_use = {  \
-			p1,                                                    \
-			p2                                                     \
-		}                                                              \
+		.name = n, .type = t, .does_write = w, .fn = f,                \
+		.path_use = {p1, p2}, __VA_ARGS__                              \
 	}
-#define EXTENSION_PATHS(e, v, n, w, f, p1, p2)                                 \
+#define EXTENSION_PATHS(e, v, n, w, f, p1, p2, ...)                            \
 	{                                                                      \
 		.name = n, .ext_name = e, .ext_version = v, .does_write = w,   \
-		.fn = f, .path_use = {                                         \
-			p1,                                                    \
-			p2                                                     \
-		}                                                              \
+		.fn = f, .path_use = {p1, p2}, __VA_ARGS__                     \
 	}
+/* Its class under the ordering rule (order.h); whether its first field
+ * is a handle (HANDLE_ARG, else 0); and its fields after an extension's
+ * name (s a string, u a uint32, a attributes), which a worker thread may
+ * run it with once they are seen to be well formed (the handler then
+ * cannot fail to parse). */
+#define ORDERED(cls, args, sh) .order = cls, .scope_args = args, .shape = sh
+#define HANDLE_ARG 1
 /* Runs in steps beside READs and WRITEs (check-file); reads only. */
 #define STEPPED_EXTENSION(e, v, n, f)                                          \
 	{                                                                      \
@@ -58,48 +68,65 @@ struct server srv;
 /* Plain requests, in OpenSSH's order (also the -Q requests order).  OPEN
  * is not marked as writing: it checks read-only mode itself, by flags. */
 static const struct handler plain_handlers[] = {
-    HANDLER(SSH2_FXP_OPEN, "open", 0, 0, process_open),
-    HANDLER(SSH2_FXP_CLOSE, "close", 0, 0, process_close),
+    /* OPEN's class is ORDER_PATH_WRITE when it writes, creates or
+     * truncates (request_scope). */
+    HANDLER(SSH2_FXP_OPEN, "open", 0, 0, process_open,
+            ORDERED(ORDER_PATH_READ, 0, "sua")),
+    HANDLER(SSH2_FXP_CLOSE, "close", 0, 0, process_close,
+            ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, NULL)),
     HANDLER(SSH2_FXP_READ, "read", 0, 1, process_read),
     HANDLER(SSH2_FXP_WRITE, "write", 1, 1, process_write),
     HANDLER_PATHS(SSH2_FXP_LSTAT, "lstat", 0, process_lstat, PATH_NOFOLLOW,
-                  PATH_FOLLOW),
-    HANDLER(SSH2_FXP_FSTAT, "fstat", 0, 0, process_fstat),
-    HANDLER(SSH2_FXP_SETSTAT, "setstat", 1, 0, process_setstat),
-    HANDLER(SSH2_FXP_FSETSTAT, "fsetstat", 1, 0, process_fsetstat),
-    HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir),
-    HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_READ, 0, "s")),
+    HANDLER(SSH2_FXP_FSTAT, "fstat", 0, 0, process_fstat,
+            ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
+    HANDLER(SSH2_FXP_SETSTAT, "setstat", 1, 0, process_setstat,
+            ORDERED(ORDER_PATH_WRITE, 0, "sa")),
+    HANDLER(SSH2_FXP_FSETSTAT, "fsetstat", 1, 0, process_fsetstat,
+            ORDERED(ORDER_HANDLE_WRITE, HANDLE_ARG, "sa")),
+    HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir,
+            ORDERED(ORDER_PATH_READ, 0, "s")),
+    /* READDIR moves its handle on: two on one handle are in order. */
+    HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir,
+            ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
     HANDLER_PATHS(SSH2_FXP_REMOVE, "remove", 1, process_remove, PATH_NOFOLLOW,
-                  PATH_FOLLOW),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s")),
     HANDLER_PATHS(SSH2_FXP_MKDIR, "mkdir", 1, process_mkdir, PATH_NOFOLLOW,
-                  PATH_FOLLOW),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "sa")),
     HANDLER_PATHS(SSH2_FXP_RMDIR, "rmdir", 1, process_rmdir, PATH_NOFOLLOW,
-                  PATH_FOLLOW),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s")),
     HANDLER_PATHS(SSH2_FXP_REALPATH, "realpath", 0, process_realpath,
-                  PATH_NOT_RESOLVED, PATH_FOLLOW),
-    HANDLER(SSH2_FXP_STAT, "stat", 0, 0, process_stat),
+                  PATH_NOT_RESOLVED, PATH_FOLLOW,
+                  ORDERED(ORDER_PATH_READ, 0, "s")),
+    HANDLER(SSH2_FXP_STAT, "stat", 0, 0, process_stat,
+            ORDERED(ORDER_PATH_READ, 0, "s")),
     HANDLER_PATHS(SSH2_FXP_RENAME, "rename", 1, process_rename, PATH_NOFOLLOW,
-                  PATH_NOFOLLOW),
+                  PATH_NOFOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "ss")),
     HANDLER_PATHS(SSH2_FXP_READLINK, "readlink", 0, process_readlink,
-                  PATH_NOFOLLOW, PATH_FOLLOW),
+                  PATH_NOFOLLOW, PATH_FOLLOW, ORDERED(ORDER_PATH_READ, 0, "s")),
     HANDLER_PATHS(SSH2_FXP_SYMLINK, "symlink", 1, process_symlink,
-                  PATH_NOT_RESOLVED, PATH_NOFOLLOW),
+                  PATH_NOT_RESOLVED, PATH_NOFOLLOW,
+                  ORDERED(ORDER_PATH_WRITE, 0, "ss")),
 };
 
 /* Extensions, in the order VERSION advertises them. */
 static const struct handler ext_handlers[] = {
     EXTENSION_PATHS("posix-rename@openssh.com", "1", "posix-rename", 1,
-                    process_extended_posix_rename, PATH_NOFOLLOW,
-                    PATH_NOFOLLOW),
+                    process_extended_posix_rename, PATH_NOFOLLOW, PATH_NOFOLLOW,
+                    ORDERED(ORDER_PATH_WRITE, 0, "ss")),
     EXTENSION("statvfs@openssh.com", "2", "statvfs", 0,
-              process_extended_statvfs),
+              process_extended_statvfs, ORDERED(ORDER_PATH_READ, 0, "s")),
     EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
-              process_extended_fstatvfs),
+              process_extended_fstatvfs,
+              ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
     EXTENSION_PATHS("hardlink@openssh.com", "1", "hardlink", 1,
-                    process_extended_hardlink, PATH_NOFOLLOW, PATH_NOFOLLOW),
-    EXTENSION("fsync@openssh.com", "1", "fsync", 1, process_extended_fsync),
+                    process_extended_hardlink, PATH_NOFOLLOW, PATH_NOFOLLOW,
+                    ORDERED(ORDER_PATH_WRITE, 0, "ss")),
+    EXTENSION("fsync@openssh.com", "1", "fsync", 1, process_extended_fsync,
+              ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, NULL)),
     EXTENSION_PATHS("lsetstat@openssh.com", "1", "lsetstat", 1,
-                    process_extended_lsetstat, PATH_NOFOLLOW, PATH_FOLLOW),
+                    process_extended_lsetstat, PATH_NOFOLLOW, PATH_FOLLOW,
+                    ORDERED(ORDER_PATH_WRITE, 0, "sa")),
     EXTENSION("limits@openssh.com", "1", "limits", 0, process_extended_limits),
     EXTENSION_PATHS("expand-path@openssh.com", "1", "expand-path", 0,
                     process_extended_expand, PATH_NOT_RESOLVED, PATH_FOLLOW),
@@ -265,6 +292,111 @@ void request_classify(struct request *req)
 int request_is_io(const struct request *req)
 {
 	return req->handler != NULL && req->handler->is_io;
+}
+
+/* The request's fields after its id (and an extension's name). */
+static int fields_of(const struct request *req, struct rbuf *r)
+{
+	const uint8_t *name;
+	size_t len;
+
+	rbuf_init(r, req->packet + 1, req->packet_len - 1);
+	if (rbuf_skip(r, 4) != BUF_OK)
+		return -1;
+	if (req->type == SSH2_FXP_EXTENDED &&
+	    rbuf_get_string(r, &name, &len) != BUF_OK)
+		return -1;
+	return 0;
+}
+
+int request_timed(const struct request *req)
+{
+	return req->type != SSH2_FXP_READDIR && request_offloadable(req);
+}
+
+int request_offloadable(const struct request *req)
+{
+	struct rbuf r;
+
+	/* Before INIT every request ends the session (request_start). */
+	return srv.init_done && req->handler != NULL &&
+	       req->handler->shape != NULL && fields_of(req, &r) == 0 &&
+	       fields_well_formed(r, req->handler->shape);
+}
+
+/* OPEN changes paths when it may write, create or truncate. */
+static int open_writes(struct rbuf r)
+{
+	const uint8_t *p;
+	uint32_t pflags;
+	size_t len;
+
+	return rbuf_get_string(&r, &p, &len) != BUF_OK ||
+	       rbuf_get_u32(&r, &pflags) != BUF_OK ||
+	       (pflags & (SSH2_FXF_WRITE | SSH2_FXF_CREAT | SSH2_FXF_TRUNC |
+	                  SSH2_FXF_APPEND)) != 0;
+}
+
+void request_io_prescope(struct request *req)
+{
+	struct order_scope *s = &req->scope;
+	const struct handle *hd;
+	struct rbuf r;
+	int idx;
+
+	memset(s, 0, sizeof(*s));
+	s->cls = ORDER_IO;
+	s->handle = -1;
+	s->range_unknown = 1;
+	if (fields_of(req, &r) != 0 || handle_parse(&r, &idx) != BUF_OK)
+		return;
+	if ((hd = handle_get(idx, HANDLE_UNUSED)) == NULL) {
+		s->handle = idx;
+		s->handle_unknown = 1;
+		return;
+	}
+	/* Its file; the byte range comes once the handler ran. */
+	s->has_file = 1;
+	s->dev = hd->dev;
+	s->ino = hd->ino;
+}
+
+void request_scope(struct request *req)
+{
+	const struct handler *h = req->handler;
+	struct order_scope *s = &req->scope;
+	const struct handle *hd;
+	struct rbuf r;
+	int idx;
+
+	memset(s, 0, sizeof(*s));
+	s->handle = -1;
+	if (h == NULL || h->order == ORDER_BARRIER || fields_of(req, &r) != 0)
+		return;
+	s->cls = (enum order_class)h->order;
+	s->opens_handle =
+	    req->type == SSH2_FXP_OPEN || req->type == SSH2_FXP_OPENDIR;
+	if (req->type == SSH2_FXP_OPEN && open_writes(r))
+		s->cls = ORDER_PATH_WRITE;
+	if (!(h->scope_args & HANDLE_ARG))
+		return;
+	if (handle_parse(&r, &idx) != BUF_OK) {
+		s->cls = ORDER_BARRIER;
+		return;
+	}
+	s->handle = idx;
+	/* No such handle: nothing to order it by but its number. */
+	if ((hd = handle_get(idx, HANDLE_UNUSED)) == NULL) {
+		s->handle_unknown = 1;
+		return;
+	}
+	s->has_file = hd->kind == HANDLE_FILE;
+	s->dev = hd->dev;
+	s->ino = hd->ino;
+	/* An atomic upload's CLOSE puts the file under its name. */
+	if (req->type == SSH2_FXP_CLOSE && s->has_file &&
+	    upload_names_file(hd->upload))
+		s->cls = ORDER_PATH_WRITE;
 }
 
 /* VERSION has no request id; it carries our version and extensions. */

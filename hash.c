@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Hash algorithms for check-file: libcrypto's EVP digests (with their
  * SHA-NI/AVX2 code) and zlib's crc32.  No hash code of our own. */
 #include "config.h"

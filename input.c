@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The chunked input buffer.  Bytes are read into the current chunk; the
  * framer (frame.c) takes packets from its front.  When the current chunk has no
  * room left for what is still to come, the unframed tail moves to a fresh chunk

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Logging that admins can parse the same way as OpenSSH's sftp-server
  * logs: the same level names, syslog priorities, prefixes, escaping and
  * length limits.  Messages go to syslog or, with -e, to stderr. */
@@ -20,6 +22,7 @@
 #define LIBBSD_OPENBSD_VIS
 #include <vis.h>
 
+#include "buf.h"
 #include "log.h"
 
 /* The whole formatted line, as OpenSSH's MSGBUFSIZ. */
@@ -260,6 +263,50 @@ static void escape_text(char *dst, size_t dst_size, const char *src, int flags)
 	dst[used] = '\0';
 }
 
+/* The lines of the request this thread runs now (NULL: none): kept, so
+ * that they can be written in the requests' arrival order. */
+static __thread struct wbuf *capture;
+
+void log_capture(struct wbuf *w)
+{
+	capture = w;
+}
+
+static void emit(int level, const char *escaped)
+{
+	if (log_on_stderr)
+		emit_stderr(escaped);
+	else
+		emit_syslog(level, escaped);
+}
+
+/* A line for capture: its level, its text, a NUL.  A line that does not
+ * fit is written now instead. */
+static int keep(int level, const char *escaped)
+{
+	size_t len = strlen(escaped) + 1;
+	uint8_t *p;
+
+	if (wbuf_reserve(capture, 1 + len, &p) != BUF_OK)
+		return 0;
+	p[0] = (uint8_t)level;
+	memcpy(p + 1, escaped, len);
+	capture->len += 1 + len;
+	return 1;
+}
+
+void log_replay(struct wbuf *w)
+{
+	size_t off = 0, len;
+
+	while (off < w->len) {
+		len = strlen((const char *)w->data + off + 1);
+		emit(w->data[off], (const char *)w->data + off + 1);
+		off += 2 + len;
+	}
+	wbuf_reset(w);
+}
+
 void log_vmsg(int level, const char *fmt, va_list ap)
 {
 	char raw[LOG_LINE_MAX];
@@ -289,10 +336,11 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	escape_text(escaped, sizeof(escaped), raw,
 	            to_stderr ? STDERR_VIS_FLAGS : SYSLOG_VIS_FLAGS);
 
-	if (to_stderr)
-		emit_stderr(escaped);
-	else
-		emit_syslog(level, escaped);
+	/* The transaction log (up to VERBOSE) is kept; FATAL and the debug
+	 * levels go out now, in the order things happen. */
+	if (capture == NULL || level == LOG_LEVEL_FATAL ||
+	    level > LOG_LEVEL_VERBOSE || !keep(level, escaped))
+		emit(level, escaped);
 
 	errno = saved_errno;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Command-line parsing with OpenSSH sftp-server's letters, messages and
  * exit codes, plus our own long options. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Pacing writes into a pipe stdout; see outpace.h for why. */
 #include "config.h"
 

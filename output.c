@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* stdout's one owner: see output.h.  The pacing policy works on what the
  * operation table reports, so a harness with a fake stdout runs this very
  * code. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Reading request fields, and the fatal line OpenSSH logs when one is
  * malformed.  The texts are OpenSSH 9.2's, which the difftest compares. */
 #include "config.h"
@@ -212,4 +214,34 @@ int get_data(struct request *req, const char *fn, const uint8_t **p,
 int get_handle(struct request *req, const char *fn, int *idx)
 {
 	return field(req, fn, handle_parse(&req->body, idx), 1);
+}
+
+int fields_well_formed(struct rbuf r, const char *shape)
+{
+	struct attrib a;
+	uint32_t u32;
+	uint64_t u64;
+	char *str;
+	int rc = BUF_OK;
+
+	for (; rc == BUF_OK && *shape != '\0'; shape++) {
+		switch (*shape) {
+		case 's':
+			if ((rc = rbuf_get_cstring(&r, &str)) == BUF_OK)
+				free(str);
+			break;
+		case 'u':
+			rc = rbuf_get_u32(&r, &u32);
+			break;
+		case 'U':
+			rc = rbuf_get_u64(&r, &u64);
+			break;
+		case 'a':
+			rc = attrib_decode(&r, &a);
+			break;
+		default:
+			return 0;
+		}
+	}
+	return rc == BUF_OK;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* What the kernel tells of the user's pipe quota (fs.pipe-user-pages-*)
  * and of the sessions sharing it.  Fixed system files only, never a
  * client's path; kept apart from the pipe pool (pipes.c), which is on the

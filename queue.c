@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Requests in flight.  One list in arrival order holds every admitted
  * request until its reply is written, which gives replies in arrival order
  * for free.  Requests start strictly in arrival order too: an I/O request
@@ -13,14 +15,19 @@
 
 #include "coalesce.h"
 #include "handle.h"
+#include "io.h"
 #include "handlers.h"
+#include "latency.h"
 #include "log.h"
+#include "monotonic.h"
+#include "order.h"
 #include "output.h"
 #include "queue.h"
 
 static struct queue_limits limits;
 static struct request *head, *tail;
 static struct request *next_start; /* first request not yet started */
+static struct request *next_log;   /* first whose lines are not written */
 static unsigned num_requests;      /* admitted, reply not fully written */
 static unsigned num_in_flight;     /* REQ_IN_FLIGHT */
 static size_t reply_bytes;         /* encoded, not yet written */
@@ -50,7 +57,7 @@ void queue_reset(void)
 		next = r->next;
 		queue_release(r);
 	}
-	head = tail = next_start = NULL;
+	head = tail = next_start = next_log = NULL;
 	steps_head = steps_tail = NULL;
 	num_in_flight = 0;
 	reply_bytes = 0;
@@ -102,7 +109,19 @@ void queue_admit(struct request *req)
 	tail = req;
 	if (next_start == NULL)
 		next_start = req;
+	if (next_log == NULL)
+		next_log = req;
 	num_requests++;
+}
+
+/* Write the log lines of the requests done, in arrival order, up to the
+ * first one still running. */
+static void write_logs(void)
+{
+	while (next_log != NULL && next_log->state == REQ_DONE) {
+		log_replay(&next_log->log_lines);
+		next_log = next_log->next;
+	}
 }
 
 static void request_done(struct request *req)
@@ -112,47 +131,64 @@ static void request_done(struct request *req)
 	req->state = REQ_DONE;
 	(void)request_reply(req, &len);
 	reply_bytes += len;
+	write_logs();
 }
 
-/* Could running a and b in either order change a result?  Two writes only
- * when their bytes overlap.  A read and a write also when the write ends
- * past the read's start, since growing the file turns an EOF into data
- * (a hole) even for bytes the write does not touch. */
-static int io_conflict(const struct request *a, const struct request *b)
+/* Run a request's own code with its log lines kept (log.h). */
+static int start_logged(struct request *req)
 {
-	const struct request *rd, *wr;
+	int rc;
 
-	if (a->dev != b->dev || a->ino != b->ino)
-		return 0;
-	if (a->is_write && b->is_write)
-		return a->start < b->end && b->start < a->end;
-	if (!a->is_write && !b->is_write)
-		return 0;
-	rd = a->is_write ? b : a;
-	wr = a->is_write ? a : b;
-	return wr->end > rd->start;
+	log_capture(&req->log_lines);
+	rc = request_start(req);
+	log_capture(NULL);
+	return rc;
 }
 
-/* Rule 2 of DESIGN.md: requests on one file that could see each other run
- * in arrival order.  Members of the run the request will join do not
- * count: they end where it begins.  A READ's bytes are its own copy once
- * read, so it counts only while in flight.  Stepped requests run one at a time:
- * each holds a buffer, and their work (hashing) is CPU in this thread, which a
- * second one would only share. */
+static void finish_logged(struct request *req)
+{
+	log_capture(&req->log_lines);
+	req->io_finish(req);
+	log_capture(NULL);
+}
+
+/* The ordering rule (order.h) against every request running now.
+ * Members of the run the request will join do not count: they end where
+ * it begins.  A READ's bytes are its own copy once read, so it counts
+ * only while in flight.  Stepped requests run one at a time: each holds a
+ * buffer, and their work (hashing) is CPU in this thread, which a second
+ * one would only share. */
 static int conflicts_with_in_flight(const struct request *req,
                                     const struct write_run *joining)
 {
 	const struct request *r;
 
 	for (r = head; r != next_start; r = r->next) {
-		if (r->state == REQ_IN_FLIGHT && io_conflict(r, req) &&
-		    (joining == NULL || r->run != joining))
-			return 1;
-		if (r->state == REQ_IN_FLIGHT && r->io_step != NULL &&
-		    req->io_step != NULL)
+		if (r->state != REQ_IN_FLIGHT ||
+		    (joining != NULL && r->run == joining))
+			continue;
+		if ((r->io_step != NULL && req->io_step != NULL) ||
+		    order_conflict(&r->scope, &req->scope))
 			return 1;
 	}
 	return 0;
+}
+
+/* A READ, WRITE or check-file step: its byte range of its file. */
+static void io_scope(struct request *req)
+{
+	struct order_scope *s = &req->scope;
+
+	memset(s, 0, sizeof(*s));
+	s->cls = ORDER_IO;
+	s->handle = -1;
+	s->has_file = 1;
+	s->dev = req->dev;
+	s->ino = req->ino;
+	s->start = req->start;
+	s->end = req->end;
+	s->writes = req->is_write;
+	s->in_order = !req->regular_file;
 }
 
 /* A parse error is fatal, as in OpenSSH; the requests before it are still
@@ -164,6 +200,11 @@ static void stop_at(struct request *req)
 
 	memcpy(fatal_message, req->fatal, sizeof(fatal_message));
 	fatal_status = 255;
+	/* What it logged before the parse error is written now (nothing
+	 * after it ran, so nothing after it logged). */
+	log_replay(&req->log_lines);
+	if (next_log == req)
+		next_log = NULL;
 	for (r = req; r != NULL; r = next) {
 		next = r->next;
 		queue_release(r);
@@ -182,28 +223,87 @@ static void stop_at(struct request *req)
 static void request_io_done(struct io_op *op);
 static void step_done(struct request *req);
 
+/* A handler in a worker thread (workers.h): the request's whole handler,
+ * whose fields were seen to be well formed, so it cannot end the session;
+ * the loop does what only it may (open_finish: the handle table). */
+static void offload_call(struct io_op *op)
+{
+	int64_t t0 = monotonic_ns();
+
+	op->result = start_logged(op->owner);
+	latency_note(monotonic_ns() - t0);
+}
+
+static void offload_done(struct io_op *op)
+{
+	struct request *req = op->owner;
+
+	if (op->result == HANDLER_FINISH)
+		finish_logged(req);
+	else if (op->result != HANDLER_DONE && op->result != HANDLER_REFUSED)
+		fatal_exit(255, "request %u: handler result %d in a worker",
+		           req->id, (int)op->result);
+	num_in_flight--;
+	request_done(req);
+}
+
+static int offload(struct request *req)
+{
+	memset(&req->io, 0, sizeof(req->io));
+	req->io.opcode = IO_CALL;
+	req->io.call = offload_call;
+	req->io.owner = req;
+	req->io.done = offload_done;
+	if (io_submit(&req->io) != 0)
+		return -1;
+	req->state = REQ_IN_FLIGHT;
+	num_in_flight++;
+	return 0;
+}
+
 /* Start next_start if the rules allow it: 1 started, 0 must wait.  While
  * it waits, merged writes are flushed: what it waits for may be in one. */
 static int start_one(struct request *req)
 {
 	struct write_run *joining;
+	int64_t t0;
 	int rc;
 
-	/* A barrier waits for everything before it. */
-	if (!request_is_io(req) && num_in_flight > 0) {
-		coalesce_flush();
-		return 0;
-	}
 	if (req->state == REQ_WAITING) {
-		rc = request_start(req);
+		/* What it acts on is known before it runs, but for READ and
+		 * WRITE (their handler finds the file and the range). */
+		if (request_is_io(req))
+			request_io_prescope(req);
+		else
+			request_scope(req);
+		if (conflicts_with_in_flight(req, NULL)) {
+			coalesce_flush();
+			return 0;
+		}
+		/* An OPEN's handle is numbered now, in arrival order. */
+		if (req->scope.opens_handle)
+			req->reserved_handle = handle_reserve();
+		if (!request_is_io(req) && request_offloadable(req) &&
+		    latency_storage_slow() && offload(req) == 0)
+			return 1;
+		t0 = monotonic_ns();
+		rc = start_logged(req);
+		/* Metadata (what a worker might run) is timed: is the storage
+		 * slow? */
+		if (!request_is_io(req) && request_timed(req))
+			latency_note(monotonic_ns() - t0);
 		if (rc == HANDLER_PARSE_ERROR) {
 			stop_at(req);
 			return 0;
 		}
-		if (rc == HANDLER_DONE) {
+		if (rc == HANDLER_FINISH)
+			finish_logged(req);
+		if (rc == HANDLER_FINISH || rc == HANDLER_DONE) {
 			request_done(req);
 			return 1;
 		}
+		if (request_is_io(req))
+			io_scope(req);
 		req->state = REQ_PARSED;
 		req->io.done = request_io_done;
 	}
@@ -219,7 +319,7 @@ static int start_one(struct request *req)
 	}
 	if (req->io_prepare != NULL && req->io_prepare(req) == IO_PREPARE_WAIT)
 		return 0;
-	rc = backend->submit(&req->io);
+	rc = io_submit(&req->io);
 	if (rc == -EBUSY) {
 		coalesce_flush();
 		return 0;
@@ -244,7 +344,7 @@ static void submit_steps(void)
 	int rc;
 
 	while ((req = steps_head) != NULL) {
-		rc = backend->submit(&req->io);
+		rc = io_submit(&req->io);
 		if (rc == -EBUSY)
 			return;
 		steps_head = req->step_next;
@@ -294,7 +394,7 @@ static int resume_short_io(struct request *req, ssize_t n)
 	req->io.len -= (size_t)n;
 	/* The slot this completion freed is ours, so this cannot be full;
 	 * if it fails anyway, the request fails rather than look done. */
-	if ((rc = backend->submit(&req->io)) != 0) {
+	if ((rc = io_submit(&req->io)) != 0) {
 		req->io.result = rc;
 		return 0;
 	}
@@ -306,7 +406,7 @@ void queue_io_finished(struct request *req)
 	num_in_flight--;
 	/* A stepped request's last step encoded its reply. */
 	if (req->io_step == NULL)
-		req->io_finish(req);
+		finish_logged(req);
 	request_done(req);
 }
 
@@ -315,7 +415,12 @@ void queue_io_finished(struct request *req)
  * whole job inside one reap). */
 static void step_done(struct request *req)
 {
-	if (!req->io_step(req)) {
+	int more;
+
+	log_capture(&req->log_lines);
+	more = req->io_step(req);
+	log_capture(NULL);
+	if (!more) {
 		queue_io_finished(req);
 		return;
 	}

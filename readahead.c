@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Read-ahead for sequential READ streams.  The client may keep only a few
  * requests in flight; without help a cold file is then read from disk at
  * that depth.  We ask the kernel to start reading the next window into the

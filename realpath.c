@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Path resolution for REALPATH and expand-path with the BSD realpath rules
  * OpenSSH's sftp_realpath follows, which differ from glibc's realpath(3):
  * a missing last component is fine (clients resolve a name before they

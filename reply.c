@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Encoding one reply packet into req->reply.  A reply that does not fit its
  * buffer is a bug on our side, not the client's: encoding errors abort the
  * session rather than send a broken packet. */

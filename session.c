@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The event loop's decisions; see session.h.  Everything here works on
  * the queue, the input buffer, output.h and the back end, never on a
  * descriptor of its own, so the fuzzer runs exactly what the server
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "io.h"
 #include "coalesce.h"
 #include "frame.h"
 #include "input.h"
@@ -309,13 +312,12 @@ static int moved_since_plan(void)
 
 void session_plan(struct session_wait *w, int64_t now_ns)
 {
-	int held, moved = moved_since_plan(), fd;
+	int held, moved = moved_since_plan();
 	int64_t wait_ns = -1, pace;
 
 	w->input = want_input(&held);
 	w->watch_output = !output_gone();
 	w->output = 0;
-	w->completion_fd = -1;
 	paced = 0;
 	if (held)
 		recheck_ns =
@@ -333,13 +335,8 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 			paced = 1;
 		}
 	}
-	if (backend->in_flight() > 0) {
-		fd = backend->completion_fd();
-		if (fd >= 0)
-			w->completion_fd = fd;
-		else
-			wait_ns = 0;
-	}
+	if (io_completion_fd(&w->completion_fd) != 0)
+		wait_ns = 0;
 	/* A stepped request goes on next turn: look, but do not sleep. */
 	if (queue_steps_pending())
 		wait_ns = 0;

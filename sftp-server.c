@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* uring-sftp-server: main, start-up as OpenSSH's sftp-server does it, and
  * the event loop's system calls: ppoll on stdin, stdout and the back end,
  * as session.c decides (session.h); stdin and stdout themselves are read
@@ -28,6 +30,7 @@
 #endif
 
 #include "backend.h"
+#include "cancel.h"
 #include "coalesce.h"
 #include "confine.h"
 #include "handle.h"
@@ -39,7 +42,9 @@
 #include "output.h"
 #include "readmem.h"
 #include "stdio-pipes.h"
+#include "workers.h"
 #include "queue.h"
+#include "testkernel.h"
 #include "xferlog.h"
 #include "server.h"
 #include "session.h"
@@ -166,6 +171,33 @@ static void set_handle_limit(void)
 		handle_set_limit((unsigned)rl.rlim_cur);
 }
 
+/* The worker threads' signal that a job finished (workers.h): blocked
+ * but while the loop sleeps in ppoll, which it then wakes.  The handler
+ * has nothing to do: the loop reaps what finished when it wakes. */
+static sigset_t sleep_mask;
+
+static void on_worker_done(int sig)
+{
+	(void)sig;
+}
+
+static void setup_worker_signal(void)
+{
+	struct sigaction sa;
+	sigset_t block;
+	int sig = SIGRTMIN;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_worker_done;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, sig);
+	sigprocmask(SIG_BLOCK, &block, &sleep_mask);
+	sigdelset(&sleep_mask, sig);
+	workers_init(sig);
+}
+
 /* Sleep until what session_plan() asks for, and tell session_wake() what
  * happened. */
 static void wait_for_events(void)
@@ -186,12 +218,13 @@ static void wait_for_events(void)
 		    (struct pollfd){STDOUT_FILENO, w.output ? POLLOUT : 0, 0};
 	if (w.completion_fd >= 0)
 		pfd[nfds++] = (struct pollfd){w.completion_fd, POLLIN, 0};
+
 	if (w.timeout_ns >= 0) {
 		pause.tv_sec = w.timeout_ns / 1000000000;
 		pause.tv_nsec = w.timeout_ns % 1000000000;
 		timeout = &pause;
 	}
-	rc = ppoll(pfd, (nfds_t)nfds, timeout, NULL);
+	rc = ppoll(pfd, (nfds_t)nfds, timeout, &sleep_mask);
 	if (rc == -1 && errno != EINTR) {
 		error("poll: %s", strerror(errno));
 		cleanup_exit(2);
@@ -225,18 +258,58 @@ static void serve(void)
 	cleanup_exit(status);
 }
 
-static void start_confined(uid_t uid)
-{
-	char *dir = NULL;
+/* Where sshd started us (the home directory), before -d moved us. */
+static char first_cwd[PATH_MAX];
 
+/* path as an absolute path: from base when relative, as text (nothing is
+ * resolved: confine_start walks it without following symlinks). */
+static void absolute_text(char *out, size_t size, const char *base,
+                          const char *path)
+{
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(out, size, "%s", path);
+	else
+		n = snprintf(out, size, "%s/%s", base, path);
+	if (n < 0 || (size_t)n >= size)
+		fatal_exit(CONFINE_EXIT,
+		           "--confine: \"%.100s...\": %s; refusing to run "
+		           "unconfined",
+		           path, strerror(ENAMETOOLONG));
+}
+
+/* The confinement directory is named by text, as configured: -d (after its
+ * expansions, from where sshd started us), or DIR (after the same
+ * expansions, from the start directory), never by where a chdir through
+ * symlinks led. */
+static void start_confined(uid_t uid, int start_dir_reached)
+{
+	char start[PATH_MAX], dir[PATH_MAX], *expanded;
+
+	if (first_cwd[0] == '\0')
+		fatal_exit(CONFINE_EXIT,
+		           "--confine: the directory sshd started "
+		           "us in is unknown; refusing to run "
+		           "unconfined");
+	if (srv.opt.start_dir != NULL && start_dir_reached)
+		absolute_text(start, sizeof(start), first_cwd,
+		              srv.opt.start_dir);
+	else
+		strlcpy(start, first_cwd, sizeof(start));
+	if (srv.opt.confine_dir == NULL) {
+		confine_start(start);
+		return;
+	}
 	/* DIR takes the same expansions as -d. */
-	if (srv.opt.confine_dir != NULL &&
-	    (dir = expand_start_dir(srv.opt.confine_dir, srv.user, srv.home,
-	                            (unsigned long)uid)) == NULL)
+	expanded = expand_start_dir(srv.opt.confine_dir, srv.user, srv.home,
+	                            (unsigned long)uid);
+	if (expanded == NULL)
 		fatal_exit(CONFINE_EXIT, "--confine: cannot expand \"%s\"",
 		           srv.opt.confine_dir);
-	confine_start(dir, srv.opt.start_dir);
-	free(dir);
+	absolute_text(dir, sizeof(dir), start, expanded);
+	free(expanded);
+	confine_start(dir);
 }
 
 int main(int argc, char **argv)
@@ -244,7 +317,7 @@ int main(int argc, char **argv)
 	struct queue_limits limits;
 	struct passwd *pw;
 	const char *progname;
-	int rc;
+	int rc, start_dir_reached = 0;
 
 	sanitise_stdfd();
 	closefrom(STDERR_FILENO + 1);
@@ -274,6 +347,7 @@ int main(int argc, char **argv)
 		verbose("no passwd entry for uid %lu: user \"%s\", home \"%s\"",
 		        (unsigned long)getuid(), srv.user, srv.home);
 	log_set_cleanup(log_cleanup);
+	testkernel_init(); /* a test's older kernel: testkernel.h */
 	/* Keep other processes of this user out of our memory. */
 	if (prctl(PR_SET_DUMPABLE, 0) != 0)
 		fatal_exit(255, "unable to make the process undumpable: %s",
@@ -286,7 +360,10 @@ int main(int argc, char **argv)
 		(void)xferlog_open(srv.opt.xferlog_path,
 		                   (enum xferlog_format)srv.opt.xferlog_format,
 		                   srv.user);
-	if (srv.opt.start_dir != NULL && chdir(srv.opt.start_dir) != 0) {
+	if (getcwd(first_cwd, sizeof(first_cwd)) == NULL)
+		first_cwd[0] = '\0';
+	if (srv.opt.start_dir != NULL &&
+	    (start_dir_reached = chdir(srv.opt.start_dir) == 0) == 0) {
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
 		      strerror(errno));
 		/* The home directory is no confinement directory. */
@@ -297,6 +374,7 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	setup_worker_signal();
 	set_handle_limit();
 	tune_stdio(STDIN_FILENO);
 	tune_stdio(STDOUT_FILENO);
@@ -315,8 +393,10 @@ int main(int argc, char **argv)
 		fatal_exit(1, "out of memory");
 	/* Last, so that everything above could still open what it needed;
 	 * before the first request is read. */
-	if (srv.opt.confine)
-		start_confined(getuid()); /* pw is NULL without an entry */
+	if (srv.opt.confine) /* pw is NULL without an entry */
+		start_confined(getuid(), start_dir_reached);
+	/* A checksum or copy stops once its client has gone (cancel.h). */
+	work_cancel_watch_stdio();
 	serve();
 	return 0;
 }

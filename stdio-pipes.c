@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Growing our stdio pipes within the session's share of the user's pipe
  * quota (fs.pipe-user-pages-soft, shared by all processes of the user),
  * and never so far that the user would have less than a reserve left for

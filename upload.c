@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The upload target: what OPEN, CLOSE, MKDIR, SETSTAT and copy-file do
  * beyond OpenSSH's server for --atomic-uploads, -m, -M and
  * --fsync-on-close (see upload.h, and doc/design.md, "Uploads"), and
@@ -49,13 +51,22 @@ struct upload {
 	struct stat old;
 };
 
-/* How an O_TMPFILE file gets a name (found once, by upload_open). */
-static enum {
+/* How an O_TMPFILE file gets a name (found by the first upload_open;
+ * OPENs may run in worker threads at once, hence the atomic accesses: two
+ * that both ask find the same answer). */
+enum link_how {
 	LINK_UNKNOWN,
 	LINK_EMPTY_PATH, /* linkat(fd, "", ..., AT_EMPTY_PATH) */
 	LINK_PROC,       /* linkat of /proc/self/fd/N, following it */
 	LINK_NONE        /* neither: use named temporary files */
-} link_how;
+};
+static int link_how_found;
+
+static enum link_how link_how(void)
+{
+	return (enum link_how)__atomic_load_n(&link_how_found,
+	                                      __ATOMIC_RELAXED);
+}
 
 static void close_keeping_errno(int fd)
 {
@@ -225,7 +236,7 @@ static int link_tmpfile(int fd, int dir, const char *name)
 {
 	char proc[64];
 
-	if (link_how == LINK_EMPTY_PATH)
+	if (link_how() == LINK_EMPTY_PATH)
 		return linkat(fd, "", dir, name, AT_EMPTY_PATH);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	return linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW);
@@ -238,24 +249,26 @@ static int link_tmpfile(int fd, int dir, const char *name)
  * CAP_DAC_READ_SEARCH) or without /proc it says ENOENT first. */
 static void find_link_how(int fd, int dir)
 {
+	enum link_how how;
 	char proc[64];
 
-	if (link_how != LINK_UNKNOWN)
+	if (link_how() != LINK_UNKNOWN)
 		return;
 	if (linkat(fd, "", dir, ".", AT_EMPTY_PATH) == -1 && errno == EEXIST) {
-		link_how = LINK_EMPTY_PATH;
+		how = LINK_EMPTY_PATH;
 	} else {
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		link_how =
+		how =
 		    linkat(AT_FDCWD, proc, dir, ".", AT_SYMLINK_FOLLOW) == -1 &&
 		            errno == EEXIST
 		        ? LINK_PROC
 		        : LINK_NONE;
 	}
+	__atomic_store_n(&link_how_found, (int)how, __ATOMIC_RELAXED);
 	debug("atomic uploads: %s",
-	      link_how == LINK_EMPTY_PATH ? "O_TMPFILE, linked by descriptor"
-	      : link_how == LINK_PROC     ? "O_TMPFILE, linked through /proc"
-	                                  : "named temporary files");
+	      how == LINK_EMPTY_PATH ? "O_TMPFILE, linked by descriptor"
+	      : how == LINK_PROC     ? "O_TMPFILE, linked through /proc"
+	                             : "named temporary files");
 }
 
 /* The new file of an atomic upload: O_TMPFILE where the file system and
@@ -265,11 +278,11 @@ static int open_temp(struct upload *t, int flags, mode_t mode)
 	int how = flags & (O_ACCMODE | O_APPEND);
 	int fd;
 
-	if (link_how != LINK_NONE) {
+	if (link_how() != LINK_NONE) {
 		fd = openat(t->dir, ".", O_TMPFILE | how | O_CLOEXEC, mode);
 		if (fd >= 0) {
 			find_link_how(fd, t->dir);
-			if (link_how != LINK_NONE)
+			if (link_how() != LINK_NONE)
 				return fd;
 			close(fd);
 		} else if (errno != EOPNOTSUPP && errno != EISDIR &&
@@ -467,6 +480,16 @@ int upload_open(const char *name, int *flags, int mode, int replace,
 		}
 	}
 	return open_in_place(t, name, flags, mode, up);
+}
+
+int upload_pending(const struct upload *up, int writable)
+{
+	return up != NULL || (srv.opt.fsync_on_close && writable);
+}
+
+int upload_names_file(const struct upload *up)
+{
+	return up != NULL && up->atomic;
 }
 
 const struct stat *upload_replaces(const struct upload *up)

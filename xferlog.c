@@ -1,7 +1,11 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The transfer log.  Each line is formatted whole and appended with one
  * write(2) to a descriptor opened with O_APPEND, so the lines of
- * concurrent sessions sharing the file never mix.  A failure to write is
- * logged once and otherwise ignored: the log never ends a session. */
+ * concurrent sessions sharing the file never mix, and a line the file
+ * system took only in part (full, over quota) is cut off again, so that
+ * every line in the file is whole.  A failure to write is logged once and
+ * otherwise ignored: the log never ends a session. */
 #include "config.h"
 
 #include <errno.h>
@@ -10,15 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "xferlog.h"
 
-/* A line: the path (at most PATH_MAX, escaped up to 6 bytes per byte in
- * JSON) and the fixed fields. */
-#define LINE_MAX_LEN (PATH_MAX * 6 + 1024)
+/* The longest path a line carries: the current directory and a client's
+ * path after it. */
+#define FULL_PATH_MAX (PATH_MAX * 2)
+/* A field escaped for JSON takes at most 6 bytes per byte ("\udcXX"). */
+#define JSON_ESCAPED_MAX(n) ((n)*6 + 1)
+/* A line: the path escaped and the fixed fields. */
+#define LINE_MAX_LEN (JSON_ESCAPED_MAX(FULL_PATH_MAX) + 4096)
 
 static int log_fd = -1;
 static enum xferlog_format log_format;
@@ -73,47 +82,135 @@ static size_t put_plain(char *out, size_t room, const char *s)
 	return n;
 }
 
+/* The length of the valid UTF-8 sequence at s (1 to 4 bytes), or 0 when
+ * the bytes there are not one: a stray continuation byte, a sequence cut
+ * short, an overlong form, a UTF-16 surrogate (U+D800 to U+DFFF) or a
+ * code point past U+10FFFF (RFC 3629). */
+static size_t utf8_sequence_len(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf; /* bounds of the second byte */
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0; /* 0x80-0xc1: continuation or overlong; 0xf5-0xff */
+	if (s[0] == 0xe0)
+		lo = 0xa0; /* overlong below U+0800 */
+	else if (s[0] == 0xed)
+		hi = 0x9f; /* surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90; /* overlong below U+10000 */
+	else if (s[0] == 0xf4)
+		hi = 0x8f; /* past U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	/* A NUL ends the string and is no continuation byte: a sequence cut
+	 * short at the end is caught here. */
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/*
+ * A JSON string's contents for the bytes of s, losslessly: valid UTF-8
+ * passes through, '"' and '\' are escaped, control characters (below
+ * 0x20, and DEL) become \u00XX, and each byte that is not part of valid
+ * UTF-8 becomes \udcXX, XX being the byte (0x80 to 0xff).  That is the
+ * mapping of PEP 383 ("surrogateescape"), the one Python uses for file
+ * names that are not UTF-8: json.loads reads every line, and
+ * os.fsencode() (or str.encode("utf-8", "surrogateescape")) of a field
+ * gives back its exact bytes.  No valid UTF-8 decodes to U+DC80-U+DCFF,
+ * so an escaped byte is never mistaken for a character.  room must be
+ * JSON_ESCAPED_MAX(strlen(s)) or more for nothing to be cut.
+ */
 static size_t put_json(char *out, size_t room, const char *s)
 {
-	size_t n = 0;
-	int w;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0, len;
 
-	for (; *s != '\0' && n + 7 < room; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\') {
+	while (*p != '\0' && n + 6 < room) {
+		len = utf8_sequence_len(p);
+		if (len == 0) {
+			n += (size_t)snprintf(out + n, room - n, "\\udc%02x",
+			                      *p);
+			p++;
+		} else if (*p == '"' || *p == '\\') {
 			out[n++] = '\\';
-			out[n++] = (char)c;
-		} else if (c < 0x20 || c == 0x7f) {
-			w = snprintf(out + n, room - n, "\\u%04x", c);
-			n += (size_t)w;
+			out[n++] = (char)*p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			n += (size_t)snprintf(out + n, room - n, "\\u%04x", *p);
+			p++;
 		} else {
-			out[n++] = (char)c;
+			memcpy(out + n, p, len);
+			n += len;
+			p += len;
 		}
 	}
 	out[n] = '\0';
 	return n;
 }
 
+static void write_failed_once(const char *why)
+{
+	if (write_failed)
+		return;
+	write_failed = 1;
+	error("xferlog: write to \"%s\" failed: %s; lines of this session "
+	      "that do not fit are left out",
+	      log_path, why);
+}
+
+/*
+ * One line, whole or not at all.  O_APPEND makes the one write(2) land
+ * after every other session's lines; but a file system that is full (or a
+ * quota, or RLIMIT_FSIZE) may take only the start of it, and the next
+ * line, ours or another session's, would be glued to that half.  So a
+ * short write is cut off again: our descriptor's offset is just past our
+ * bytes, and when the file still ends there (no other session appended
+ * since) it is truncated back to where the line began.  If another one
+ * did append in that instant, its line follows ours and stays: cutting
+ * would take it too.
+ */
 static void append(const char *line, size_t len)
 {
+	struct stat st;
 	ssize_t n;
+	off_t end;
 
 	do {
 		n = write(log_fd, line, len);
 	} while (n == -1 && errno == EINTR);
-	if (n == (ssize_t)len || write_failed)
+	if (n == (ssize_t)len)
 		return;
-	write_failed = 1;
-	error("xferlog: write to \"%s\" failed: %s", log_path,
-	      n == -1 ? strerror(errno) : "short write");
+	if (n <= 0) {
+		write_failed_once(n == -1 ? strerror(errno)
+		                          : "nothing written");
+		return;
+	}
+	end = lseek(log_fd, 0, SEEK_CUR);
+	if (end >= n && fstat(log_fd, &st) == 0 && st.st_size == end &&
+	    ftruncate(log_fd, end - n) == 0)
+		write_failed_once("short write (file system full?); the part "
+		                  "written was cut off again");
+	else
+		write_failed_once("short write (file system full?); the part "
+		                  "written could not be cut off again");
 }
 
 void xferlog_write(const char *path, uint64_t bytes,
                    const struct timespec *start, char direction, int complete)
 {
-	static char line[LINE_MAX_LEN], esc[PATH_MAX * 6 + 8];
-	char full[PATH_MAX * 2], when[64], user[256 * 6], host[256 * 6];
+	static char line[LINE_MAX_LEN], esc[JSON_ESCAPED_MAX(FULL_PATH_MAX)];
+	char full[FULL_PATH_MAX], when[64];
+	char user[JSON_ESCAPED_MAX(256)], host[JSON_ESCAPED_MAX(256)];
 	struct timespec end;
 	double secs;
 	time_t now;

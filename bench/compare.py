@@ -173,6 +173,12 @@ class Cfg:
     small_count = parse_size(env("SMALL_COUNT", "1000"))
     small_size = parse_size(env("SMALL_SIZE", "4096"))
     dir_entries = parse_size(env("DIR_ENTRIES", "20000"))
+    # Slow storage: tests/fusepass with this delay on every call.
+    fusepass = env("FUSEPASS", os.path.join(HERE, "..", "tests", "fusepass"))
+    slow_delay_us = int(env("SLOW_DELAY_US", "1000"))
+    slow_small_count = parse_size(env("SLOW_SMALL_COUNT", "300"))
+    slow_dir_entries = parse_size(env("SLOW_DIR_ENTRIES", "2000"))
+    slow_rand_count = parse_size(env("SLOW_RAND_COUNT", "1024"))
     stall = int(env("STALL_TIMEOUT", "30"))
     pin_cpu = int(env("PIN_CPU", str((os.cpu_count() or 1) - 1)))
     out = os.path.abspath(env("BENCH_OUT", os.path.join(HERE, "out")))
@@ -421,6 +427,24 @@ def make_scenarios(w, cold):
         for e in os.scandir(bigdir):
             e.stat(follow_symlinks=False)
 
+    # Slow storage (SLOW, mounted by bench()): every run of small files in
+    # a directory of its own, made beside the mount, so that no name the
+    # kernel has cached from an earlier run is reused.
+    slow = os.path.join(w, "slow")
+    slow_runs = [0]
+
+    def slow_small(key, cmd, pin):
+        slow_runs[0] += 1
+        name = "small.%d" % slow_runs[0]
+        os.mkdir(os.path.join(w, "slow-src", name), 0o777)
+        os.chmod(os.path.join(w, "slow-src", name), 0o777)
+        out = run_cmd(pin + [Cfg.load, "-t", str(Cfg.stall), "-n",
+                             str(Cfg.slow_small_count), "-k",
+                             str(Cfg.small_size), "-q", str(D), "smallfiles",
+                             os.path.join(slow, name), "--"] + cmd)
+        return load_result(out)
+    slow_title = "on storage with %d us per call (FUSE)" % Cfg.slow_delay_us
+
     def fresh_small():
         shutil.rmtree(small, ignore_errors=True)
         os.mkdir(small)
@@ -551,6 +575,20 @@ def make_scenarios(w, cold):
         S("listdir", "list a directory of %d entries" % Cfg.dir_entries,
           "entries/s", load("listdir", bigdir, "-n", str(Cfg.dir_entries)),
           before=warm_dir, cpu_unit="us/entry", pinnable=False),
+        S("slow-smallfiles", "%d files of %d B: create, then read back (%d "
+          "in flight), %s" % (Cfg.slow_small_count, Cfg.small_size, D,
+                               slow_title), "files/s", slow_small,
+          cpu_unit="us/file", pinnable=False),
+        S("slow-listdir", "list a directory of %d entries, %s"
+          % (Cfg.slow_dir_entries, slow_title), "entries/s",
+          load("listdir", os.path.join(slow, "dir"), "-n",
+               str(Cfg.slow_dir_entries)),
+          cpu_unit="us/entry", pinnable=False),
+        S("slow-randread-32k", "random reads 32 KiB x %d (%d reads), %s"
+          % (D, Cfg.slow_rand_count, slow_title), "IOPS",
+          load("randread", os.path.join(slow, "rand"), "-b", "32768", "-q",
+               str(D), "-s", str(64 * MiB), "-n", str(Cfg.slow_rand_count)),
+          pinnable=False),
         S("sftp-D-put", "sftp -D put %s (-B %d -R %d)" % (size, BIG, D),
           "MiB/s", sftp_direct("put"), before=warm),
         S("sftp-D-get", "sftp -D get %s (-B %d -R %d)" % (size, BIG, D),
@@ -824,8 +862,41 @@ def main():
     finally:
         for s in SSHDS.values():
             s.stop()
+        for m in MOUNTS:
+            subprocess.run(["umount", m], check=False)
         shutil.rmtree(w, ignore_errors=True)
         log("bench took %.0f s" % (time.monotonic() - t_start))
+
+
+def mount_slow(w):
+    """tests/fusepass over w/slow-src at w/slow, SLOW_DELAY_US per call,
+    with the slow scenarios' files made in slow-src: whether it mounted
+    (it needs root and libfuse3)."""
+    src, mnt = os.path.join(w, "slow-src"), os.path.join(w, "slow")
+    if os.getuid() != 0 or not os.access(Cfg.fusepass, os.X_OK):
+        log("no %s, or not root: slow-storage scenarios skipped"
+            % Cfg.fusepass)
+        return False
+    os.makedirs(src, 0o777)
+    os.makedirs(mnt)
+    os.chmod(src, 0o777)
+    run_cmd([Cfg.load, "-n", str(Cfg.slow_dir_entries), "mkdir",
+             os.path.join(src, "dir")])
+    run_cmd([Cfg.load, "-s", str(64 * MiB), "mkfile",
+             os.path.join(src, "rand")])
+    os.chmod(os.path.join(src, "rand"), 0o644)
+    try:
+        run_cmd([Cfg.fusepass, "-o",
+                 "allow_other,hard_remove,max_threads=64,delay_us=%d"
+                 % Cfg.slow_delay_us, src, mnt])
+    except RunError as e:
+        log("cannot mount the slow storage: %s" % e)
+        return False
+    MOUNTS.append(mnt)
+    return True
+
+
+MOUNTS = []
 
 
 def bench(w):
@@ -873,6 +944,9 @@ def bench(w):
     if "listdir" in names:
         run_cmd([Cfg.load, "-n", str(Cfg.dir_entries), "mkdir",
                  os.path.join(w, "dir")])
+    slow_names = {n for n in names if n.startswith("slow-")}
+    if slow_names and not mount_slow(w):
+        scs = [s for s in scs if s.name not in slow_names]
     if names & {"sshd-put", "sshd-get"}:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
                         os.path.join(w, "hostkey")], check=True)

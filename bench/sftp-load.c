@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * sftp-load: a small SFTP version 3 load client for the benchmarks.
  *

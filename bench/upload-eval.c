@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* upload-eval: measures the two ways an upload's payload can reach a file
  * (issue 5: "evaluate splice from stdin for WRITE payloads against large
  * reads into the input buffer").  A writer process sends framed packets

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* SFTP v3 file attributes and the ls -l style long name. */
 #ifndef ATTRIB_H
 #define ATTRIB_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The I/O back-end interface.  Two implementations, chosen at start-up:
  * backend-uring.c (io_uring) and backend-plain.c (pread/pwrite).  File data
  * moved for a request goes through it: READ (into READ memory), WRITE and
@@ -27,7 +29,8 @@ enum io_opcode {
 	IO_WRITEV,
 	IO_FSYNC,
 	IO_READAHEAD,
-	IO_COPY_RANGE
+	IO_COPY_RANGE,
+	IO_CALL /* call(op) in a worker thread (workers.h) */
 };
 
 /* An offset for IO_READ, IO_WRITE and IO_WRITEV meaning "none": the
@@ -47,6 +50,13 @@ struct io_op {
 	size_t len;
 	struct iovec *iov; /* IO_WRITEV: the sources, iovcnt of them */
 	int iovcnt;
+	/* IO_READ of a file that is not a regular one (a device, a FIFO,
+	 * /proc): done at submit time with one read, as read(2) gives it
+	 * (an io_uring read of /dev/zero may stop early, at a page, when the
+	 * CPU is wanted elsewhere; such files' short reads are answers). */
+	int at_submit;
+	/* IO_CALL: the work, run in a worker thread; it sets result. */
+	void (*call)(struct io_op *op);
 	ssize_t result; /* bytes moved, or -errno */
 	/* Called by whoever reaps the completion (the event loop). */
 	void (*done)(struct io_op *op);
@@ -79,6 +89,9 @@ struct io_backend {
 	int (*reap)(struct io_op **done, int max, int wait);
 	/* Submitted and not yet reaped. */
 	unsigned (*in_flight)(void);
+	/* Does submit run op itself, in the caller's thread (so that it
+	 * may wait on slow storage there)?  NULL: never. */
+	int (*runs_at_submit)(const struct io_op *op);
 	void (*shutdown)(void);
 };
 
@@ -104,6 +117,9 @@ extern const struct io_backend *backend;
  * cannot start. */
 int backend_start(enum backend_choice choice, unsigned depth);
 
+/* Any operation but IO_CALL now, with one system call (retried on
+ * EINTR): bytes moved, 0, or -errno. */
+ssize_t io_run_now(struct io_op *op);
 /* IO_WRITE, IO_WRITEV (op->iov) or IO_COPY_RANGE now, with one system
  * call (retried on EINTR): bytes written or -errno.  Both back ends do
  * these at submit time (copy_file_range has no io_uring opcode). */
@@ -113,8 +129,4 @@ ssize_t io_write_now(struct io_op *op);
  * copy-data); other completions that arrive meanwhile go to their done
  * callbacks.  Returns op->result. */
 ssize_t io_sync(struct io_op *op);
-/* Reap what has finished (without waiting) and call each done callback.
- * Returns the number reaped, or -errno. */
-int io_reap_ready(void);
-
 #endif

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Bounded wire buffers.  A reader never trusts a length from the wire: every
  * get checks what is left and fails with BUF_ERR_SHORT.  A writer grows up
  * to its limit and fails with BUF_ERR_FULL past it. */

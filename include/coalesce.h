@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Merging contiguous WRITEs on one handle into one positioned vectored
  * write.  Members of a run count as in flight from the moment they join;
  * each gets its own reply once the run's bytes are written. */

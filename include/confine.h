@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* --confine: the session may touch nothing outside one directory tree.
  * Landlock enforces it in the kernel for every file access it governs;
  * confine_resolve is the one place that resolves client paths, beneath
@@ -10,15 +12,15 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-/* Set up the confinement: DIR (NULL: the current directory, i.e. the
- * start directory) must exist.  start_dir is -d as given (or NULL): with
- * DIR NULL, clients may also name the directory that way when it is
- * absolute.  Moves into DIR when the current directory is not beneath it,
- * then restricts the process with Landlock.  Fails closed: any problem,
- * Landlock missing included, is a fatal log line and exit status
- * CONFINE_EXIT. */
+/* Set up the confinement to dir, an absolute path as configured (not
+ * resolved: it is opened without following symlinks, and refused when
+ * anyone but root and its owner could move it; confine.c says the rule).
+ * Moves into DIR when the current directory is not beneath it, then
+ * restricts the process with Landlock.  Fails closed: any problem,
+ * Landlock missing included, is a fatal log line naming it and exit
+ * status CONFINE_EXIT. */
 #define CONFINE_EXIT 1
-void confine_start(const char *dir, const char *start_dir);
+void confine_start(const char *dir);
 
 /* Is the session confined? */
 int confine_active(void);

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Framing: a packet is a uint32 length (type byte and body), then those
  * bytes; frame_next makes the next complete one at the front of the input
  * buffer (input.h) into a request. */

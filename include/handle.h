@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Open file and directory handles.  On the wire a handle is the 4-byte
  * big-endian slot index, as OpenSSH sends it. */
 #ifndef HANDLE_H
@@ -5,12 +7,20 @@
 
 #include <dirent.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include "buf.h"
 
-enum handle_kind { HANDLE_UNUSED = 0, HANDLE_DIR, HANDLE_FILE };
+/* HANDLE_RESERVED: taken for an OPEN still running, so that handles are
+ * numbered in arrival order (handle_reserve). */
+enum handle_kind {
+	HANDLE_UNUSED = 0,
+	HANDLE_DIR,
+	HANDLE_FILE,
+	HANDLE_RESERVED
+};
 
 struct handle {
 	enum handle_kind kind;
@@ -31,6 +41,8 @@ struct handle {
 	int writes_failed;      /* any WRITE (or copy-data into it) failed */
 	int upload_lost;        /* CLOSE could not finish it (transfer log) */
 	struct upload *upload;  /* what CLOSE must do (upload.h), or NULL */
+	char *order_path;       /* name made absolute, for the ordering rule
+	                         * (order.h); NULL: it has ".." */
 	int next_free;
 };
 
@@ -38,6 +50,17 @@ struct handle {
  * -1 with errno set (EMFILE past the handle limit). */
 int handle_new(enum handle_kind kind, const char *name, int fd, DIR *dirp,
                int flags);
+/* The same with what fstat() said of fd already (NULL: nothing known). */
+int handle_new_stat(enum handle_kind kind, const char *name, int fd, DIR *dirp,
+                    int flags, const struct stat *st);
+/* The same in two steps: take a slot now (an OPEN as it starts, in
+ * arrival order; handle_get does not see it), and fill it once the file
+ * is open, or give it back.  handle_reserve: the index, or -1 with errno
+ * (EMFILE past the limit); handle_fill: 0, or -1 out of memory. */
+int handle_reserve(void);
+int handle_fill(int idx, enum handle_kind kind, const char *name, int fd,
+                DIR *dirp, int flags, const struct stat *st);
+void handle_unreserve(int idx);
 /* The handle at idx if it is in use and of kind (HANDLE_UNUSED = any). */
 struct handle *handle_get(int idx, enum handle_kind kind);
 /* The handle's path for log lines, "(null)" when idx is not a handle. */
@@ -50,6 +73,11 @@ int handle_put(struct wbuf *w, int idx);
  * upload still pending (h->upload) is discarded: CLOSE finishes it with
  * upload_finish() first and clears h->upload. */
 int handle_close(int idx);
+/* Free the slot and hand over what it held, to be closed by the caller
+ * (elsewhere: close(2) may wait on the storage): the descriptor of a file
+ * handle (else -1), the DIR of a directory handle (else NULL).  0, or -1
+ * when idx is not a handle. */
+int handle_detach(int idx, int *fd, DIR **dirp);
 /* Where OpenSSH's lseek(fd, off, SEEK_SET) before a read or write would
  * leave the file: 0 with *pos set, or -errno.  A regular file is not
  * asked (we read and write it at an offset; past INT64_MAX is EINVAL, as

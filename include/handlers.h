@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The request table: one row per request type and per extension, with its
  * -P/-p name and whether -R refuses it.  It drives dispatch, -Q requests,
  * the request filters and the VERSION extension list. */
@@ -8,6 +10,7 @@
 #include <stdio.h>
 
 #include "buf.h"
+#include "order.h"
 #include "request.h"
 #include "upload.h" /* open_file */
 
@@ -25,6 +28,12 @@ struct handler {
 	/* Writes the VERSION data of an extension whose data is not a
 	 * plain string (vendor-id); NULL: ext_version. */
 	int (*ext_data)(struct wbuf *w);
+	/* Under the ordering rule (order.h): its class (0: a barrier),
+	 * whether its first field is a handle (1), and the shape of its
+	 * fields when a worker thread may run it (NULL: the loop does). */
+	uint8_t order;
+	uint8_t scope_args;
+	const char *shape;
 };
 
 /* Run one request: INIT, the before-init check, EXTENDED name look-up,
@@ -32,6 +41,17 @@ struct handler {
 int request_start(struct request *req);
 /* READ and WRITE may run concurrently; every other request is a barrier. */
 int request_is_io(const struct request *req);
+/* Its fields are well formed and a worker thread may run its handler. */
+int request_offloadable(const struct request *req);
+/* Does its run in the loop say how slow the storage is (latency.h)?  Not
+ * a READDIR's: many lookups, the first of which listing.c times. */
+int request_timed(const struct request *req);
+/* Fill req->scope (order.h) from the request and the handle table, right
+ * before it starts: its class, its handle and that handle's file. */
+void request_scope(struct request *req);
+/* Before a READ or WRITE runs its handler: whether its handle is open at
+ * all (one that is not may be what an OPEN still running will make). */
+void request_io_prescope(struct request *req);
 
 /* Find the request's row once, when it is admitted: req->handler (for an
  * EXTENDED request, from the name in its packet; NULL when unknown) and

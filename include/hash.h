@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The hash algorithms of check-file (draft-ietf-secsh-filexfer-extensions-00,
  * "Checking File Contents"): md5, sha1, sha224, sha256, sha384, sha512 from
  * OpenSSL's libcrypto and crc32 from zlib, behind one small interface. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The input buffer: stdin is read in large chunks, and a large WRITE's
  * packet stays where it was read until the write is done (the request
  * holds a reference on its chunk), so its data is never copied. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Landlock's system call numbers, for C libraries whose headers predate
  * them (the same numbers on every architecture but alpha). */
 #ifndef LANDLOCK_SYS_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Logging compatible with OpenSSH's log.c: the same levels, facilities,
  * prefixes and escaping, to syslog or (with -e) to stderr. */
 #ifndef LOG_H
@@ -39,6 +41,16 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 #define debug(...) log_msg(LOG_LEVEL_DEBUG1, __VA_ARGS__)
 #define debug2(...) log_msg(LOG_LEVEL_DEBUG2, __VA_ARGS__)
 #define debug3(...) log_msg(LOG_LEVEL_DEBUG3, __VA_ARGS__)
+
+struct wbuf;
+/* Keep the lines from ERROR to VERBOSE this thread logs in w from now on
+ * (NULL: write them again); log_replay writes and empties them.  The
+ * queue keeps each request's lines so, and writes them in arrival order,
+ * as OpenSSH's one-at-a-time server writes its transaction log, whatever
+ * order requests running at once finish in.  FATAL and debug lines go
+ * out at once: they say what happens when. */
+void log_capture(struct wbuf *w);
+void log_replay(struct wbuf *w);
 
 /* Log at FATAL and exit with status. */
 void fatal_exit(int status, const char *fmt, ...)

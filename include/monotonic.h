@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The monotonic clock in nanoseconds: what the loop's decisions are
- * given as "now", and what the pipe pool times its spares by. */
+ * given as "now", and what the storage-latency check times calls by. */
 #ifndef MONOTONIC_H
 #define MONOTONIC_H
 

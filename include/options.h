@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Command-line options, OpenSSH's letters plus our long options, and the
  * request filter of -P, -p and -R. */
 #ifndef OPTIONS_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Pacing writes into a pipe stdout.  A pipe's writer is woken as soon as
  * one slot is free, so a writer that keeps it full wakes once per read of
  * its reader: sshd reads 32 KiB at a time, and each of our wake-ups (a

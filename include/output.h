@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* stdout, the one place replies leave: writev through a small operation
  * table (the real stdout, or a harness's fake), the byte total, pacing,
  * and whether anyone reads stdout at all. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* What the page cache holds of a file, asked without reading it
  * (cachestat(2), Linux 6.5 and later): a read-ahead hint for a window
  * already there is skipped (readahead.c). */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Reading request fields as OpenSSH's sftp-server reads them.  A malformed
  * body is fatal there, and the line it logs (fn, step and ssh_err() text)
  * is part of what we must reproduce, so each helper also records that line
@@ -48,6 +50,10 @@ int get_u64(struct request *req, const char *fn, uint64_t *v);
 int get_data(struct request *req, const char *fn, const uint8_t **p,
              size_t *len);
 int get_attrib(struct request *req, const char *fn, struct attrib *a);
+
+/* Would fields of this shape (s a string, u a uint32, U a uint64, a
+ * attributes) read from r without a parse error?  Reads a copy. */
+int fields_well_formed(struct rbuf r, const char *shape);
 
 /* The one place where --confine resolves a request's path (the readers
  * above call it): for a handler that reads its path field itself, call it

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* What the kernel tells of the user's pipe quota, read from /proc (the
  * decisions on it are pipes.h's). */
 #ifndef PIPE_QUOTA_H

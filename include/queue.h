@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Requests in flight: admission bounds, the ordering rules of DESIGN.md and
  * replies in arrival order. */
 #ifndef QUEUE_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Kernel read-ahead hints for sequential READ streams on a handle. */
 #ifndef READAHEAD_H
 #define READAHEAD_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The session's memory for READ data in flight.  A READ's reply (its DATA
  * header and the bytes read) is built in one contiguous piece of a fixed
  * region, taken right before the read is submitted and given back once the
@@ -20,7 +22,7 @@
 
 /* The region: READ data a session may hold at once.  Measured in
  * doc/design.md ("READ memory"). */
-#define READMEM_BYTES (2 * 1024 * 1024)
+#define READMEM_BYTES (1536 * 1024)
 
 /* The ring's bookkeeping, pure (tests/check_readmem.c): offsets only. */
 struct readmem_piece {

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Path resolution as OpenSSH's sftp_realpath: the last component may be
  * missing; symlinks followed (at most 32). */
 #ifndef REALPATH_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Encoding replies into req->reply.  Each call writes one whole packet. */
 #ifndef REPLY_H
 #define REPLY_H

@@ -1,11 +1,15 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* One request from the client, from framing to its encoded reply. */
 #ifndef REQUEST_H
 #define REQUEST_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "buf.h"
+#include "order.h"
 
 struct handler;
 struct input_chunk;
@@ -50,7 +54,9 @@ struct request {
 	const struct handler *handler;
 	uint8_t path_use[2]; /* enum path_use of its first two paths */
 	enum request_state state;
-	struct wbuf reply; /* one encoded reply packet */
+	struct wbuf reply;     /* one encoded reply packet */
+	struct wbuf log_lines; /* its log lines, kept until they are written
+	                        * in arrival order (log_capture) */
 
 	/* File I/O set up by the READ and WRITE handlers. */
 	struct io_op io;
@@ -88,6 +94,21 @@ struct request {
 	uint8_t *read_mem;
 	int read_mem_slot;
 	size_t read_reply_len;
+
+	/* An OPEN or OPENDIR whose file was opened, maybe by a worker
+	 * thread: what the loop makes a handle of (open_finish). */
+	int reserved_handle; /* the slot its handle will have; -1: none */
+	int opened_fd;
+	void *opened_dir; /* DIR * */
+	char *opened_name;
+	int opened_flags;
+	struct stat opened_st;
+	int opened_has_st;
+	int opened_pseudo; /* on /proc, /sys and the like (pseudo_fs) */
+	struct upload *opened_upload; /* what its CLOSE must do (upload.h) */
+
+	/* What it acts on, for the ordering rule (request_scope). */
+	struct order_scope scope;
 
 	/* A WRITE merged with its neighbours (coalesce.c). */
 	struct write_run *run;
@@ -137,5 +158,6 @@ static inline int path_use_of(const struct request *req, int argi)
 #define HANDLER_IO 1          /* req->io set up; queue runs it */
 #define HANDLER_PARSE_ERROR 2 /* body malformed: fatal, as in OpenSSH */
 #define HANDLER_REFUSED 3     /* a path refused by --confine: status encoded */
+#define HANDLER_FINISH 4 /* the reply is io_finish's, on the loop's thread */
 
 #endif

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Session-wide state shared by the handlers. */
 #ifndef SERVER_H
 #define SERVER_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The event loop's decisions: when to read, frame and admit input, when
  * merged writes may wait, writing replies, what to sleep on, and when the
  * session is over.  The system calls stay with the caller: stdin and
@@ -41,7 +43,9 @@ struct session_wait {
 	int input;          /* wait for stdin to be readable */
 	int watch_output;   /* watch stdout for its reader leaving */
 	int output;         /* ... and for room in it */
-	int completion_fd;  /* wait for this to be readable, or -1 */
+	int completion_fd;  /* the back end's: wait for it to be readable, or
+	                     * -1 (worker threads wake the sleep with a
+	                     * signal: workers.h) */
 	int64_t timeout_ns; /* wake after this long at most; -1: no limit */
 };
 /* What to sleep on, at now_ns. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* SFTP version 3 protocol numbers (draft-ietf-secsh-filexfer-02 and
  * OpenSSH's PROTOCOL file). */
 #ifndef SFTP_H

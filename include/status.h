@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* The errno to SFTP status table and the fixed status messages. */
 #ifndef STATUS_H
 #define STATUS_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Growing our stdin and stdout pipes.  sshd moves data through them in
  * small pieces; bigger pipes mean fewer, larger turns of our loop and of
  * sshd's.  Pipes are charged to their user's pipe quota

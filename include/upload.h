@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* What the server does to the files and directories it creates and to the
  * files it writes through a handle, beyond OpenSSH's server:
  *
@@ -65,8 +67,14 @@ int upload_finish(struct upload *up, const char *name, int fd, int writable,
                   int failed);
 /* A file that is never finished (its session ends, the OPEN fails after
  * all): a hidden temporary name is removed, nothing is linked in.  Frees
- * up (may be NULL). */
+ * up (may be NULL).  Thread-safe, as the others: state is up's alone. */
 void upload_discard(struct upload *up);
+/* Has CLOSE of a file (opened for writing or not) work for
+ * upload_finish?  Its up, or --fsync-on-close of a writable file. */
+int upload_pending(const struct upload *up, int writable);
+/* Does CLOSE put the file under a name (an atomic upload): for the
+ * ordering rule, CLOSE then changes paths. */
+int upload_names_file(const struct upload *up);
 
 /* MKDIR: mkdir(2) of a client's path (through confine_mkdir), then -M's
  * mode exactly.  -1 with errno set on failure (nothing is left then). */

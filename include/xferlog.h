@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* --xferlog=FILE: one line per closed file in the wu-ftpd/ProFTPD xferlog
  * format (or, with --xferlog-format=json, one JSON object per line). */
 #ifndef XFERLOG_H

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of write merging (coalesce.c) through the queue, with a fake
  * back end that records what it is asked to write and can refuse bytes
  * past a point, as a full file system does. */
@@ -136,8 +138,8 @@ static void rec_shutdown(void)
 }
 
 static const struct io_backend rec_backend = {
-    "recording",       rec_init, rec_submit,    rec_flush,
-    rec_completion_fd, rec_reap, rec_in_flight, rec_shutdown,
+    "recording", rec_init,      rec_submit, rec_flush,    rec_completion_fd,
+    rec_reap,    rec_in_flight, NULL,       rec_shutdown,
 };
 
 /* ---- requests ---- */

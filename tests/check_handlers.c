@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the request table: dispatch, -R, -P, -p, the VERSION
  * extension list and the before-init rule. */
 #include "config.h"

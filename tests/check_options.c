@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the command line (OpenSSH's letters and exit codes, our
  * long options), -d expansion, the -P/-p lists, and the log output. */
 #include "config.h"

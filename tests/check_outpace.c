@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of stdout pacing: when to sleep instead of waiting for the
  * first free slot of a full pipe. */
 #include "config.h"

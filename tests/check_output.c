@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of output.c, stdout's owner: what write results mean, the
  * reader leaving, and pacing on a real pipe. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the stdio pipes' budget: how many pages a session may
  * grow its stdin and stdout by, the reserve it leaves its user, the sizes
  * they grow to; and the read-ahead's page-cache decision. */

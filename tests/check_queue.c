@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of queue.c with a fake back end that completes operations in
  * a seeded random order and often short.  Every reply is checked against a
  * model that applies the requests one at a time in arrival order: that is
@@ -169,8 +171,8 @@ static void fake_shutdown(void)
 }
 
 static const struct io_backend fake_backend = {
-    "fake",    fake_init,      fake_submit,   fake_flush, fake_completion_fd,
-    fake_reap, fake_in_flight, fake_shutdown,
+    "fake",    fake_init,      fake_submit, fake_flush,    fake_completion_fd,
+    fake_reap, fake_in_flight, NULL,        fake_shutdown,
 };
 
 /* ---- requests and the model ---- */

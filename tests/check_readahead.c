@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of read-ahead hints and the back ends' room for them: a
  * hint never takes the slot an fsync or copy-data needs (whatever the
  * queue depth), and a hint still waiting after its handle was closed
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "io.h"
 #include "handle.h"
 #include "log.h"
 #include "readahead.h"
@@ -142,8 +145,8 @@ static void hold_shutdown(void)
 }
 
 static const struct io_backend hold_backend = {
-    "hold",  hold_init, hold_submit,    hold_flush,
-    hold_fd, hold_reap, hold_in_flight, hold_shutdown,
+    "hold",    hold_init,      hold_submit, hold_flush,    hold_fd,
+    hold_reap, hold_in_flight, NULL,        hold_shutdown,
 };
 
 START_TEST(test_hint_after_close_keeps_its_file)

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of session.c, the event loop's decisions, run as main runs
  * them but with a fake stdin and stdout, the plain back end and real
  * files: the reader leaving, failing and short writes, what a READ reply
@@ -28,6 +30,7 @@
 #include "server.h"
 #include "session.h"
 #include "sftp.h"
+#include "workers.h"
 
 #define MS 1000000 /* ns */
 
@@ -559,6 +562,9 @@ int main(void)
 	handle_set_limit(64);
 	queue_init(&(struct queue_limits){16, 1024 * 1024});
 	coalesce_init(srv.opt.write_merge);
+	/* One thread, as the plain back end: what a worker would do is done
+	 * at submit time, in order. */
+	workers_run_inline(1);
 	if ((rc = backend_start(BACKEND_PLAIN, 16)) != 0 ||
 	    input_init(1024 * 1024, 16) != 0 || readmem_init(16) != 0) {
 		fprintf(stderr, "cannot set up: %s\n", strerror(-rc));

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * confine-probe: the kernel half of --confine on its own.  It confines
  * itself with confine_start() as the server does, then makes the system
@@ -29,6 +31,7 @@
 #include "confine.h"
 #include "landlock-sys.h"
 #include "log.h"
+#include "testkernel.h"
 
 static int passed, failed, abi;
 static char in[4096], out[4096];
@@ -196,8 +199,11 @@ int main(int argc, char **argv)
 		perror(in);
 		return 2;
 	}
-	abi = (int)syscall(__NR_landlock_create_ruleset, NULL, 0, 1);
-	confine_start(in, NULL);
+	/* As the server: a test's older kernel may have an older ABI. */
+	testkernel_init();
+	abi = testkernel_landlock_abi(
+	    (int)syscall(__NR_landlock_create_ruleset, NULL, 0, 1));
+	confine_start(in);
 	outside();
 	inside();
 	{

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 import zlib
 
@@ -592,8 +593,18 @@ def t_vendor_id():
             return "check-file-handle for WinSCP"
         # paramiko's check-file keeps the draft's reply
         parse_check(c.check_file_handle(h, "sha1", name="check-file"))
-        # a malformed one ends the session, as any malformed request
-        c.extended("vendor-id", sc.string("x"), wait=False)
+        # A malformed one (it only informs) is answered "Bad message" and
+        # the session goes on: a field cut short, none at all, a length
+        # past the packet, a string longer than any allowed.
+        for body in (sc.string("x"), b"", sc.string("v") + sc.u32(1000),
+                     sc.string("v") + sc.string("p") + sc.string("1")
+                     + b"\0\0", sc.u32(0xfffffff0) + b"x"):
+            rep = c.extended("vendor-id", body)
+            if not rep.is_status(sc.FX_BAD_MESSAGE):
+                return "malformed vendor-id %r: %r" % (body, rep)
+        c.check_ok(c.vendor_id("v", "p", "1", 1), "vendor-id after them")
+        if c.stat("small").type != sc.FXP_ATTRS:
+            return "the session does not go on after a malformed vendor-id"
         c.close_stdin()
         rc = c.wait()
         log = c.stderr_bytes().decode()
@@ -601,8 +612,110 @@ def t_vendor_id():
         '"Some Vendor"'
     if want not in log:
         return "no VERBOSE line %r in %r" % (want, log[-500:])
-    if rc != 255 or "process_extended_vendor_id" not in log:
-        return "malformed vendor-id: exit %r" % rc
+    if rc != 0 or "vendor-id: incomplete message; answered" not in log:
+        return "malformed vendor-id: exit %r, log %r" % (rc, log[-500:])
+    return None
+
+
+# ------------------------------------------------------- a client gone
+
+SPARSE_SIZE = 64 << 30  # hours of hashing, seconds to minutes of copying
+GONE_LIMIT = 1.0        # seconds from the client's leaving to the exit
+
+
+def limit_file_size():
+    """A guard for a server that does not stop: copy-file writes zeros for
+    the sparse source, and 64 GiB of them would fill the disk."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8 << 30, 8 << 30))
+
+
+def start_long_work(c, what):
+    """Send the request named what without waiting; its id."""
+    big = "sparse-64g"
+    if what == "check-file-name":
+        return c.check_file_name(big, "md5", wait=False)
+    if what == "check-file-handle":
+        h = c.check_handle(c.open(big, FXF_READ))
+        return c.check_file_handle(h, "sha256", wait=False)
+    if what == "copy-data":
+        src = c.check_handle(c.open(big, FXF_READ))
+        dst = c.check_handle(c.open("/dev/null", FXF_WRITE))
+        return c.copy_data(src, 0, 0, dst, 0, wait=False)
+    if what == "copy-file":
+        return c.copy_file(big, "sparse-copy", True, wait=False)
+    raise ValueError(what)
+
+
+def long_work_then(what, how):
+    """Start what on the sparse file, let it run 0.2 s, then leave: "both"
+    closes both pipes (the client is gone), "socket" closes a socketpair,
+    "input" closes stdin only and waits for the answer.  The server must
+    stop the work: exit within GONE_LIMIT of the leaving (for "input":
+    answer FAILURE "Cancelled" within the grace and a look, then exit).
+    Returns None or what went wrong."""
+    c = sc.Client(argv("-e", "-l", "INFO"), cwd=OPTS.dir,
+                  socketpair=(how == "socket"), preexec_fn=limit_file_size)
+    try:
+        c.init(3)
+        rid = start_long_work(c, what)
+        time.sleep(0.2)
+        if c.proc.poll() is not None:
+            return "the server exited before the client left"
+        t0 = time.monotonic()
+        if how == "input":
+            c.close_stdin()
+            rep = c.recv(timeout=GONE_LIMIT + 1)
+            took = time.monotonic() - t0
+            if rep.id != rid or not rep.is_status(sc.FX_FAILURE) or \
+                    not rep.msg.startswith(b"Cancelled"):
+                return "%s: the answer after stdin's end: %r" % (what, rep)
+            if took > GONE_LIMIT:
+                return "%s: answered %.2fs after stdin's end" % (what, took)
+        elif how == "socket":
+            c.sock.close()
+            c.sock = None
+        else:
+            c.close_stdin()
+            c.proc.stdout.close()
+        try:
+            rc = c.proc.wait(GONE_LIMIT + 3)
+        except subprocess.TimeoutExpired:
+            return "%s: still running %.1fs after the client left (%s)" % (
+                what, time.monotonic() - t0, how)
+        took = time.monotonic() - t0
+        log = c.stderr_bytes().decode(errors="replace")
+        if took > GONE_LIMIT or rc != 0:
+            return "%s: exit %r %.2fs after the client left (%s)" % (
+                what, rc, took, how)
+        if "cancelled" not in log:
+            return "%s: no log line says it was cancelled: %r" % (
+                what, log[-400:])
+    finally:
+        c.close()
+        if os.path.exists(path("sparse-copy")):
+            os.unlink(path("sparse-copy"))
+    return None
+
+
+def t_cancel_when_client_goes():
+    """A checksum, copy-data or copy-file of a 64 GiB sparse file stops
+    when the client goes away (issue 22)."""
+    with open(path("sparse-64g"), "wb") as f:
+        f.truncate(SPARSE_SIZE)
+    try:
+        for what, how in (("check-file-name", "both"),
+                          ("check-file-handle", "both"),
+                          ("copy-data", "both"), ("copy-file", "both"),
+                          ("check-file-name", "socket"),
+                          ("copy-data", "socket"),
+                          ("check-file-name", "input"),
+                          ("copy-data", "input"), ("copy-file", "input")):
+            err = long_work_then(what, how)
+            if err:
+                return err
+    finally:
+        os.unlink(path("sparse-64g"))
     return None
 
 
@@ -752,6 +865,50 @@ def t_xferlog_json():
     for k in ("time", "seconds", "host", "user", "mib_per_s", "type"):
         if k not in a:
             return "no %s in %r" % (k, a)
+    return None
+
+
+def t_xferlog_json_bytes():
+    """Names that are not UTF-8 (and some that are): every line parses,
+    valid UTF-8 is kept as it is, and each other byte is \\udcXX, so that
+    the surrogateescape encoding gives the name's bytes back."""
+    log = path("xfer-bytes.json")
+    names = [b"caf\xe9", b"x\xc0\xafy", b"caf\xc3\xa9",
+             b"\xe6\x97\xa5\xf0\x9f\x98\x80", b"c\x01t\x1fl\x7f",
+             b"surr\xed\xa0\x80", b"over\xe0\x80\xaf", b"cut\xe2\x82",
+             b"big\xf4\x90\x80\x80", b"f5\xf5\xff", b"cont\x80\xbf",
+             b"tab\tnl\ncr\r", b'q"b\\', b"end\xc3"]
+    # The host field comes from SSH_CONNECTION: not UTF-8 either.
+    envb = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    envb[b"SSH_CONNECTION"] = b"h\xe9st 1 2 3"
+    with xfer_session(log, ["--xferlog-format=json"], env=envb) as c:
+        for n in names:
+            c.put_bytes(n, b"y")
+    raw = read_file("xfer-bytes.json")
+    lines = raw.split(b"\n")
+    if lines[-1] != b"" or len(lines) != len(names) + 1:
+        return "%d lines for %d names" % (len(lines) - 1, len(names))
+    for n, line in zip(names, lines):
+        try:
+            # Bytes, as a reader of the file gets them (json.loads takes
+            # UTF-8): the line itself must be valid UTF-8.
+            obj = json.loads(line)
+        except ValueError as e:
+            return "line for %r does not parse: %s: %r" % (n, e, line)
+        got = obj["path"].encode("utf-8", "surrogateescape")
+        if got != os.fsencode(OPTS.dir) + b"/" + n:
+            return "path of %r came back as %r (line %r)" % (n, got, line)
+        if any(c < 0x20 or c == 0x7f for c in line):
+            return "a control byte is not escaped in %r" % line
+        if obj["host"].encode("utf-8", "surrogateescape") != b"h\xe9st":
+            return "host %r" % obj["host"]
+    # Valid UTF-8 passes through unescaped; the bytes that are not, as
+    # \\udcXX.
+    if b"caf\xc3\xa9" not in lines[2] or b"caf\\udce9" not in lines[0]:
+        return "escaping of caf\\xe9 / caf\\xc3\\xa9: %r %r" % (
+            lines[0], lines[2])
+    if b"\xf0\x9f\x98\x80" not in lines[3]:
+        return "a 4-byte character was escaped: %r" % lines[3]
     return None
 
 

@@ -34,6 +34,11 @@ not sent, nothing of the half packet); and its `forced close` log line
 counts at least the bytes the client saw acknowledged and no more than the
 file holds.
 
+The transfer log on the full file system (--xferlog, both formats): a
+session whose first line can be taken only in part (a short write) and
+its next lines not at all leaves the file as it was, logs the failure
+once and exits 0; once there is room again, the next line is whole.
+
 All data bytes are non-zero, so a hole (zeros) never passes for data.
 
 Usage: fullfs.py --server PATH [--server-args "ARGS"] [--label NAME]
@@ -42,6 +47,7 @@ Exit: 0 all passed, 1 a failure.  Last line: "N passed, N failed".
 """
 
 import argparse
+import json
 import os
 import random
 import re
@@ -304,6 +310,90 @@ def full_fs(args, pattern, ballast, rng):
     os.unlink(path)
 
 
+# ------------------------------------------------------------ xferlog
+
+PAGE = 4096
+
+
+def fill_up(fsdir):
+    """Take every free page of the file system with one file."""
+    fd = os.open(os.path.join(fsdir, "filler"),
+                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        while True:
+            try:
+                if os.write(fd, b"\xff" * PAGE) < PAGE:
+                    break
+            except OSError:
+                break
+    finally:
+        os.close(fd)
+
+
+def whole_line(fmt, line):
+    """Is line one whole line of the transfer log in format fmt?"""
+    if fmt == "json":
+        try:
+            return isinstance(json.loads(line), dict)
+        except ValueError:
+            return False
+    return re.fullmatch(rb"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} \d+ \S+ "
+                        rb"\d+ \S+ b _ [io] r \S+ sftp 0 \* [ci]",
+                        line) is not None
+
+
+def xferlog_full(args, fmt):
+    """The transfer log on a full file system: its last page has room for
+    40 bytes only, so the first line of the session is taken in part (a
+    short write) and the next ones not at all.  The file must be left as
+    it was (no half line, which the next line would be glued to), the
+    failure logged once, and once there is room again, the next line is
+    whole."""
+    what = "xferlog (%s) on a full fs" % fmt
+    for f in os.listdir(args.fsdir):
+        os.unlink(os.path.join(args.fsdir, f))
+    logf = os.path.join(args.fsdir, "xfer.log")
+    pad = PAGE - 40 - len('{"pad":""}\n')
+    before = b'{"pad":"' + b"p" * pad + b'"}\n'
+    with open(logf, "wb") as f:
+        f.write(before)
+    fill_up(args.fsdir)
+    argv = server_argv(args) + ["--xferlog=" + logf,
+                                "--xferlog-format=" + fmt]
+    stderr = os.path.join(args.workdir, "xferlog-full-%s.err" % fmt)
+    for step in ("full", "room again"):
+        c = sc.Client(argv, cwd=args.workdir, stderr=stderr, timeout=30)
+        try:
+            c.init()
+            for i in range(3 if step == "full" else 1):
+                c.put_bytes("xfer-%s-%d" % (fmt, i), b"x" * 10)
+            rc, rest = c.finish(30)
+        finally:
+            c.close()
+        with open(logf, "rb") as f:
+            after = f.read()
+        with open(stderr, "rb") as f:
+            err = f.read().decode("utf-8", "replace")
+        if step == "full":
+            check("%s: the file is as it was (no part of a line)" % what,
+                  [] if after == before else
+                  ["%d bytes were added: %r" % (len(after) - len(before),
+                                                after[len(before):])])
+            check("%s: the failure is logged once, exit 0" % what,
+                  [] if rc == 0 and err.count("xferlog: write to") == 1
+                  else ["exit %r, log %r" % (rc, err[-800:])])
+            os.unlink(os.path.join(args.fsdir, "filler"))
+        else:
+            lines = after[len(before):].split(b"\n")
+            ok_lines = (after.startswith(before) and len(lines) == 2 and
+                        lines[1] == b"" and whole_line(fmt, lines[0]) and
+                        b"/xfer-%s-0 " % fmt.encode()
+                        in lines[0].replace(b'"', b" "))
+            check("%s: with room again the next line is whole" % what,
+                  [] if ok_lines else ["added %r" % after[len(before):]])
+    os.unlink(logf)
+
+
 # ------------------------------------------------------------ vanish
 
 def vanish(args, transport, read_part, rng):
@@ -430,6 +520,9 @@ def main():
                 steps.append(("full fs %s %d" % (p, ballast),
                               lambda p=p, b=ballast: full_fs(args, p, b,
                                                              rng)))
+        for fmt in ("json", "xferlog"):
+            steps.append(("xferlog %s full fs" % fmt,
+                          lambda fmt=fmt: xferlog_full(args, fmt)))
     for t, r in (("pipes", "half"), ("socketpair", "half"),
                  ("pipes", "none"), ("pipes", "idle"),
                  ("socketpair", "idle")):

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * libFuzzer target for the whole packet path, in-process: the chunked
  * input buffer, framing, decoding, the handler table, every handler, the
@@ -73,6 +75,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "io.h"
 #include "buf.h"
 #include "coalesce.h"
 #include "handle.h"
@@ -81,6 +84,7 @@
 #include "log.h"
 #include "output.h"
 #include "readmem.h"
+#include "workers.h"
 #include "queue.h"
 #include "server.h"
 #include "session.h"
@@ -938,6 +942,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	log_set_cleanup(fatal_hook);
 	handle_set_limit(FUZZ_HANDLES);
+	/* One thread and a reproducible order: workers' jobs run at once. */
+	workers_run_inline(1);
 	if ((rc = backend_start(BACKEND_PLAIN, FUZZ_QUEUE_DEPTH)) != 0)
 		bug("backend_start: %s", strerror(-rc));
 	queue_init(&limits);

@@ -28,7 +28,7 @@ gives it) and misbehaves:
                   second of idleness
   read-flood      2048 outstanding 32 KiB READs while the client reads no
                   reply for a few seconds: the server's memory grows by at
-                  most its READ memory (2 MiB) and stdout is full; then
+                  most its READ memory (1.5 MiB) and stdout is full; then
                   every request answered once, in order, with the right data
   read-flood-big  the same with 256 READs of 255 KiB
   write-flood     the same with 2048 32 KiB WRITEs; the file then holds
@@ -112,7 +112,7 @@ FLOOD_CHUNK = 32 * KIB
 RSS_LIMIT = 64 * MIB
 # The README's bounds: READ data a session holds (readmem.h, READMEM_BYTES:
 # READs beyond it wait, parsed, for earlier replies to go out).
-READ_MEMORY = 2 * MIB
+READ_MEMORY = 3 * MIB // 2
 QUEUE_DEPTH = 64
 PAUSE = 3.0
 
@@ -592,7 +592,7 @@ def open_fds(pid):
 
 
 def check_idle_memory_released():
-    """The READ memory a pipelined download used (2 MiB) is given back to
+    """The READ memory a pipelined download used (1.5 MiB) is given back to
     the system once the session has been idle for a second."""
     d = fresh_dir("idle-memory")
     big = 261120
@@ -720,12 +720,12 @@ def read_flood(size, count):
 
 
 def check_read_flood():
-    """32 KiB READs: READ memory holds 63 of them."""
+    """32 KiB READs: READ memory holds 47 of them."""
     read_flood(FLOOD_CHUNK, FLOOD_COUNT)
 
 
 def check_read_flood_big():
-    """255 KiB READs: READ memory holds 8 of them."""
+    """255 KiB READs: READ memory holds 6 of them."""
     read_flood(MAX_READ, 256)
 
 

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * no-uring: run a command with io_uring denied, as Docker 25 and later
  * deny it in their default seccomp profile: io_uring_setup, io_uring_enter

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * upload-sim: run a command as on a system that lacks what --atomic-uploads
  * prefers, by a seccomp filter (tests/uploads.sh):

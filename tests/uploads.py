@@ -380,7 +380,23 @@ def check_excl_and_races(base):
     say(status(rep) == FX_NO_SUCH_FILE,
         "a second OPEN of the name during the upload finds no file yet")
     c.close_handle(h)
-    say(listing(d) == ["e", "x", "y", "z"], "nothing else left",
+    # CLOSE and a STAT of the name sent together: the STAT sees the file
+    # (CLOSE changes paths here, so it runs first, as OpenSSH's would)
+    seen = []
+    for i in range(20):
+        h = c.open("p", WCT).handle
+        c.write(h, 0, b"x" * (i + 1))
+        c.begin_batch()
+        rid_close = c.close_handle(h, wait=False)
+        rid_stat = c.stat("p", wait=False)
+        c.end_batch()
+        reps = {r.id: r for r in (c.recv(), c.recv())}
+        st = reps[rid_stat]
+        seen.append(reps[rid_close].code == FX_OK and
+                    st.type == sc.FXP_ATTRS and st.attrs["size"] == i + 1)
+    say(all(seen), "CLOSE and STAT of the name pipelined: the STAT sees "
+        "the upload, every time (%d of %d)" % (sum(seen), len(seen)))
+    say(listing(d) == ["e", "p", "x", "y", "z"], "nothing else left",
         listing(d))
     finish(c)
 
@@ -426,7 +442,10 @@ def check_permissions(base):
 def check_confined(base):
     if not IS_ROOT:
         return skip("--confine as nobody: needs root")
-    d = fresh(base, "confined")
+    # --confine refuses a directory below one that others may write (the
+    # file systems' roots here are 0777): the work directory is root's
+    d = fresh(OPTS.workdir, "confined")
+    os.chmod(d, 0o755)
     os.chown(d, NOBODY, NOBODY)
     write(os.path.join(d, "old"), b"old")
     os.chown(os.path.join(d, "old"), NOBODY, NOBODY)

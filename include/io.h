@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
+/* Operations go to the back end or to the worker threads (workers.h):
+ * IO_CALL always to a worker; what the back end would run at submit time,
+ * in the event loop (writes; everything with the plain back end), to a
+ * worker too while the storage is slow (latency.h).  Completions of both
+ * are reaped together. */
+#ifndef IO_H
+#define IO_H
+
+#include "backend.h"
+
+/* Submit op: IO_CALL to a worker thread (workers.h), anything else to the
+ * back end.  0 or -errno (-EBUSY: the back end is full). */
+int io_submit(struct io_op *op);
+/* Reap what has finished (without waiting) and call each done callback.
+ * Returns the number reaped, or -errno. */
+int io_reap_ready(void);
+/* Operations submitted and not yet reaped, back end and workers. */
+unsigned io_in_flight(void);
+/* What to poll for completions while some are in flight: the back end's
+ * descriptor (-1: none); the workers wake the sleep with a signal
+ * (workers.h).  -1 when the caller must not sleep: completions are
+ * ready, or submissions wait to be handed over (flush first). */
+int io_completion_fd(int *ring_fd);
+
+#endif

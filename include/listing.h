@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
+/* READDIR's entries: the next names of a directory, and the lstat of each.
+ * On network storage every lstat is a round trip; a batch's entries are
+ * then looked up by several worker threads at once (workers.h), while on
+ * a local disk one thread does it faster than handing them out. */
+#ifndef LISTING_H
+#define LISTING_H
+
+#include <dirent.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+struct listing_entry {
+	char *name;
+	struct stat st;
+	int ok; /* lstat worked: the entry is sent (OpenSSH skips others) */
+};
+
+struct listing {
+	struct listing_entry *e;
+	size_t n, cap;
+};
+
+/* Read the next names of dirp into l (emptied first): at most
+ * max_entries, stopping once their reply would pass about max_bytes.
+ * 0, or -1 when out of memory.  l->n == 0: the end of the directory. */
+int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
+                 size_t max_bytes);
+/* lstat every entry in dirp, the directory handle named dir. */
+void listing_stat(DIR *dirp, const char *dir, struct listing *l);
+void listing_free(struct listing *l);
+
+/* The decision, pure (tests/check_order.c): how many worker threads to
+ * ask for help with left entries still to look up, when the first lstat
+ * took first_ns and idle threads are free.  None unless lookups are slow
+ * (a round trip, not a cached inode). */
+#define LISTING_SLOW_NS 50000
+unsigned listing_helpers(size_t left, int64_t first_ns, unsigned idle);
+
+#endif

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
+/* Unit tests of the ordering rule (order.c) and of the decisions that put
+ * work on worker threads: how slow storage is judged (latency.c) and how
+ * many threads help a READDIR (listing.c). */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "latency.h"
+#include "listing.h"
+#include "order.h"
+
+static struct order_scope scope(enum order_class cls, int handle)
+{
+	struct order_scope s;
+
+	memset(&s, 0, sizeof(s));
+	s.cls = cls;
+	s.handle = handle;
+	return s;
+}
+
+static struct order_scope on_file(enum order_class cls, int handle, ino_t ino)
+{
+	struct order_scope s = scope(cls, handle);
+
+	s.has_file = 1;
+	s.dev = 1;
+	s.ino = ino;
+	return s;
+}
+
+static struct order_scope io(int writes, uint64_t start, uint64_t end)
+{
+	struct order_scope s = on_file(ORDER_IO, -1, 7);
+
+	s.writes = writes;
+	s.start = start;
+	s.end = end;
+	return s;
+}
+
+START_TEST(test_barriers)
+{
+	struct order_scope bar = scope(ORDER_BARRIER, -1),
+	                   st = scope(ORDER_PATH_READ, -1), rd = io(0, 0, 100);
+
+	ck_assert(order_conflict(&bar, &st));
+	ck_assert(order_conflict(&rd, &bar));
+	ck_assert(order_conflict(&bar, &bar));
+}
+END_TEST
+
+/* Requests that only look run together, and beside READs. */
+START_TEST(test_looks_run_together)
+{
+	struct order_scope st = scope(ORDER_PATH_READ, -1),
+	                   st2 = scope(ORDER_PATH_READ, -1),
+	                   fstat = on_file(ORDER_HANDLE_READ, 3, 7),
+	                   close = on_file(ORDER_HANDLE_READ, 4, 8),
+	                   rd = io(0, 0, 100);
+
+	ck_assert(!order_conflict(&st, &st2));
+	ck_assert(!order_conflict(&st, &fstat));
+	ck_assert(!order_conflict(&fstat, &close));
+	ck_assert(!order_conflict(&st, &rd));
+	ck_assert(!order_conflict(&close, &rd)); /* another file */
+}
+END_TEST
+
+/* A path that changes: alone among requests on paths and handles, and
+ * beside no READ or WRITE. */
+START_TEST(test_path_changes_run_alone)
+{
+	struct order_scope mk = scope(ORDER_PATH_WRITE, -1),
+	                   mk2 = scope(ORDER_PATH_WRITE, -1),
+	                   st = scope(ORDER_PATH_READ, -1),
+	                   rdd = on_file(ORDER_HANDLE_READ, 3, 9),
+	                   rd = io(0, 0, 100);
+
+	ck_assert(order_conflict(&mk, &mk2));
+	ck_assert(order_conflict(&mk, &st));
+	ck_assert(order_conflict(&rdd, &mk));
+	ck_assert(order_conflict(&mk, &rd));
+}
+END_TEST
+
+START_TEST(test_handles_and_io)
+{
+	struct order_scope wr = io(1, 0, 150), wr_far = io(1, 1000, 2000),
+	                   rd = io(0, 100, 200), rd_high = io(0, 200, 300),
+	                   fstat = on_file(ORDER_HANDLE_READ, 3, 7),
+	                   fstat_other = on_file(ORDER_HANDLE_READ, 5, 8),
+	                   fset = on_file(ORDER_HANDLE_WRITE, 3, 7),
+	                   fset_other = on_file(ORDER_HANDLE_WRITE, 5, 8),
+	                   close = on_file(ORDER_HANDLE_READ, 3, 7),
+	                   st = scope(ORDER_PATH_READ, -1),
+	                   open = scope(ORDER_PATH_READ, -1),
+	                   unknown = io(0, 0, 0);
+
+	/* Byte ranges: a write that ends past a read's start. */
+	ck_assert(order_conflict(&wr, &rd));
+	ck_assert(!order_conflict(&rd_high, &wr));
+	ck_assert(!order_conflict(&rd, &rd_high));
+	/* Two WRITEs of one file: in arrival order, even apart. */
+	ck_assert(order_conflict(&wr, &wr_far));
+	/* A range not yet known is judged once it is. */
+	unknown.range_unknown = 1;
+	ck_assert(!order_conflict(&unknown, &wr));
+	/* A handle request and I/O of its file; one handle, in order. */
+	ck_assert(order_conflict(&rd, &fstat));
+	ck_assert(!order_conflict(&rd, &fstat_other));
+	ck_assert(order_conflict(&fstat, &close));
+	ck_assert(!order_conflict(&fstat, &fstat_other));
+	/* A WRITE and whatever looks at paths (any may name its file). */
+	ck_assert(order_conflict(&wr, &st));
+	ck_assert(!order_conflict(&rd, &st));
+	/* FSETSTAT: alone among path requests, in order on its file. */
+	ck_assert(order_conflict(&fset, &st));
+	ck_assert(order_conflict(&fset, &fstat));
+	ck_assert(!order_conflict(&fset, &fstat_other));
+	ck_assert(order_conflict(&fset, &fset_other) == 0);
+	/* A handle not open now and an OPEN under way. */
+	open.opens_handle = 1;
+	unknown.handle_unknown = 1;
+	unknown.has_file = 0;
+	ck_assert(order_conflict(&open, &unknown));
+	ck_assert(!order_conflict(&open, &rd));
+}
+END_TEST
+
+START_TEST(test_latency_decision)
+{
+	int64_t s = 1000000000;
+
+	/* Fast calls change nothing; a slow one starts a slow period, or
+	 * makes a running one last longer. */
+	ck_assert_int_eq(latency_slow_until(1000, s, 0), 0);
+	ck_assert_int_eq(latency_slow_until(LATENCY_SLOW_NS + 1, s, 0),
+	                 s + LATENCY_HOLD_NS);
+	ck_assert_int_eq(
+	    latency_slow_until(LATENCY_SLOW_NS + 1, s + 5, s + LATENCY_HOLD_NS),
+	    s + 5 + LATENCY_HOLD_NS);
+	ck_assert_int_eq(latency_slow_until(10, s + 5, s + LATENCY_HOLD_NS),
+	                 s + LATENCY_HOLD_NS);
+}
+END_TEST
+
+START_TEST(test_listing_helpers)
+{
+	/* Cached lookups: no help. */
+	ck_assert_uint_eq(listing_helpers(1000, LISTING_SLOW_NS - 1, 16), 0);
+	/* A round trip: as many as are idle, two lookups each at least. */
+	ck_assert_uint_eq(listing_helpers(1000, 1000000, 16), 16);
+	ck_assert_uint_eq(listing_helpers(9, 1000000, 16), 4);
+	ck_assert_uint_eq(listing_helpers(1, 1000000, 16), 0);
+	ck_assert_uint_eq(listing_helpers(1000, 1000000, 0), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("order");
+	TCase *tc = tcase_create("rule");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_barriers);
+	tcase_add_test(tc, test_looks_run_together);
+	tcase_add_test(tc, test_path_changes_run_alone);
+	tcase_add_test(tc, test_handles_and_io);
+	tcase_add_test(tc, test_latency_decision);
+	tcase_add_test(tc, test_listing_helpers);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
