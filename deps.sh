@@ -27,6 +27,9 @@ PACKAGES=(
 	mandoc debhelper gnuplot-nox
 	valgrind clang libclang-rt-14-dev
 	libfuse3-dev fuse3 btrfs-progs
+	# tests/uploads.sh: a real client (rclone), the order of fsync and the
+	# CLOSE reply (strace)
+	rclone strace
 )
 
 say() { printf '==> %s\n' "$*"; }

@@ -38,6 +38,7 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
+#include "upload.h"
 #include "xferlog.h"
 
 /* copy-data moves data in chunks of this size, as OpenSSH does. */
@@ -436,6 +437,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 	job->from->bytes_read += (uint64_t)n;
 	rc = write_chunk(job->to->fd, *wpos, buf, (size_t)n, &written);
 	if (rc < 0) {
+		job->to->writes_failed = 1; /* --atomic-uploads discards it */
 		error("%s: write failed: %llu != %llu: %s", job->fn,
 		      (unsigned long long)written, (unsigned long long)n,
 		      strerror(-rc));
@@ -619,10 +621,11 @@ int process_extended_copy_data(struct request *req)
 /* Open both files for copy-file: the source must be a regular file, and so
  * must the destination, which must not be the source itself (through
  * another name or a hard link).  An existing destination is truncated only
- * after that check, and only when the client allows overwriting.  Returns
+ * after that check, and only when the client allows overwriting (with
+ * --atomic-uploads it is replaced at the end instead: *up).  Returns
  * SSH2_FX_OK with both descriptors open, or the status to send. */
 static uint32_t copy_file_open(const char *src, const char *dst, int overwrite,
-                               int *sfd, int *dfd)
+                               int *sfd, int *dfd, struct upload **up)
 {
 	struct stat ss, ds;
 	int flags = O_WRONLY | O_CREAT | O_NOCTTY | O_NONBLOCK;
@@ -643,20 +646,26 @@ static uint32_t copy_file_open(const char *src, const char *dst, int overwrite,
 		close(*sfd);
 		return SSH2_FX_FAILURE;
 	}
-	*dfd = open_file(dst, &flags, (int)(ss.st_mode & 0777));
+	*dfd =
+	    upload_open(dst, &flags, (int)(ss.st_mode & 0777), overwrite, up);
 	if (*dfd == -1 || fstat(*dfd, &ds) == -1) {
 		uint32_t status = errno_to_status(errno);
 
-		if (*dfd != -1)
+		if (*dfd != -1) {
+			upload_discard(*up);
 			close(*dfd);
+		}
 		close(*sfd);
 		return status;
 	}
+	if (upload_replaces(*up) != NULL)
+		ds = *upload_replaces(*up); /* the file to be replaced */
 	if (!S_ISREG(ds.st_mode) ||
 	    (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)) {
 		error("process_extended_copy_file: \"%s\" is %s", dst,
 		      S_ISREG(ds.st_mode) ? "the source file"
 		                          : "not a regular file");
+		upload_discard(*up);
 		close(*dfd);
 		close(*sfd);
 		return SSH2_FX_FAILURE;
@@ -667,6 +676,7 @@ static uint32_t copy_file_open(const char *src, const char *dst, int overwrite,
 	if (overwrite && ftruncate(*dfd, 0) == -1) {
 		uint32_t status = errno_to_status(errno);
 
+		upload_discard(*up);
 		close(*dfd);
 		close(*sfd);
 		return status;
@@ -683,6 +693,7 @@ int process_extended_copy_file(struct request *req)
 	struct handle from, to;
 	struct copy_job job;
 	struct timespec start;
+	struct upload *up = NULL;
 	char *src, *dst;
 	uint32_t status;
 	uint8_t overwrite;
@@ -699,7 +710,7 @@ int process_extended_copy_file(struct request *req)
 	logit("copy-file \"%s\" to \"%s\"%s", src, dst,
 	      overwrite ? " overwrite" : "");
 	xferlog_now(&start);
-	status = copy_file_open(src, dst, overwrite, &sfd, &dfd);
+	status = copy_file_open(src, dst, overwrite, &sfd, &dfd, &up);
 	if (status == SSH2_FX_OK) {
 		/* The loop works on handles; these two are not in the table
 		 * (the client never sees them). */
@@ -719,6 +730,9 @@ int process_extended_copy_file(struct request *req)
 		job.to_eof = 1;
 		status = copy_run(&job);
 		close(sfd);
+		rc = upload_finish(up, dst, dfd, 1, status != SSH2_FX_OK);
+		if (rc < 0 && status == SSH2_FX_OK)
+			status = errno_to_status(-rc);
 		if (close(dfd) == -1 && status == SSH2_FX_OK)
 			status = errno_to_status(errno);
 		/* As ProFTPD logs it: an upload of the copy. */

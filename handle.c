@@ -13,6 +13,7 @@
 
 #include "handle.h"
 #include "log.h"
+#include "upload.h"
 #include "xferlog.h"
 
 /* Slots live in blocks that never move once made: worker threads read
@@ -211,9 +212,15 @@ int handle_detach(int idx, int *fd, DIR **dirp)
 
 int handle_close(int idx)
 {
+	struct handle *h = handle_get(idx, HANDLE_UNUSED);
 	DIR *dirp;
 	int fd;
 
+	/* An upload not finished by CLOSE is given up (upload.h). */
+	if (h != NULL && h->upload != NULL) {
+		upload_discard(h->upload);
+		h->upload = NULL;
+	}
 	if (handle_detach(idx, &fd, &dirp) != 0) {
 		errno = ENOENT;
 		return -1;
@@ -268,5 +275,6 @@ void handle_log_transfer(const struct handle *h, int forced)
 
 	xferlog_write(h->name, upload ? h->bytes_written : h->bytes_read,
 	              &h->opened, upload ? 'i' : 'o',
-	              !forced && !(upload && h->write_failed));
+	              !forced &&
+	                  !(upload && (h->write_failed || h->upload_lost)));
 }

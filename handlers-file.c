@@ -34,6 +34,7 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
+#include "upload.h"
 
 /* READDIR sends at most this many names per reply (OpenSSH: 100), and
  * stops adding names once the reply is about this long: every client
@@ -88,16 +89,6 @@ static void string_from_portable(uint32_t pflags, char *out, size_t size)
 	}
 }
 
-/* A confined path is opened from its directory's descriptor, so that a
- * directory swapped for a symlink since it was resolved cannot lead
- * elsewhere (see confine_parent). */
-static int open_by_name(const char *name, int flags, int mode)
-{
-	if (confine_active())
-		return confine_open(name, flags, (mode_t)mode);
-	return open(name, flags, mode);
-}
-
 static DIR *opendir_by_name(const char *path)
 {
 	DIR *dirp;
@@ -114,22 +105,6 @@ static DIR *opendir_by_name(const char *path)
 		errno = err;
 	}
 	return dirp;
-}
-
-/* Opening a FIFO waits for its other end, which would stop the whole
- * server (OpenSSH's waits too): a FIFO is opened without waiting, so
- * reading alone opens at once and writing alone fails (ENXIO) while
- * nobody reads. */
-int open_file(const char *name, int *flags, int mode)
-{
-	struct stat st;
-	int rc;
-
-	/* A confined name has no final link left to follow (see Races). */
-	rc = confine_active() ? confine_lstat(name, &st) : stat(name, &st);
-	if (rc == 0 && S_ISFIFO(st.st_mode))
-		*flags |= O_NONBLOCK;
-	return open_by_name(name, *flags, mode);
 }
 
 /* Is fd on a file system whose files are made as they are read (procfs,
@@ -214,9 +189,15 @@ static void open_finish(struct request *req)
 	idx = handle_take(req, HANDLE_FILE, fd, NULL, flags,
 	                  req->opened_has_st ? &req->opened_st : NULL);
 	req->opened_fd = -1;
+	if (idx != -1) {
+		/* The handle has the upload now (handle_close discards it). */
+		h = handle_get(idx, HANDLE_FILE);
+		h->upload = req->opened_upload;
+		req->opened_upload = NULL;
+	}
 	if (idx == -1) {
-		close(fd);
-	} else if (set_blocking_mode(h = handle_get(idx, HANDLE_FILE)) == -1) {
+		close(fd); /* the upload goes with the request (request_free) */
+	} else if (set_blocking_mode(h) == -1) {
 		status = errno_to_status(errno);
 		handle_close(idx);
 	} else {
@@ -240,6 +221,7 @@ int process_open(struct request *req)
 	char *name, flagstr[64];
 	uint32_t pflags, status = SSH2_FX_FAILURE;
 	int flags, mode, fd, rc, use;
+	struct upload *up = NULL;
 
 	if (get_string(req, "process_open", &name) != 0)
 		return HANDLER_PARSE_ERROR;
@@ -265,7 +247,8 @@ int process_open(struct request *req)
 	                         (flags & (O_CREAT | O_TRUNC)) != 0)) {
 		verbose("Refusing open request in read-only mode");
 		status = SSH2_FX_PERMISSION_DENIED;
-	} else if ((fd = open_file(name, &flags, mode)) == -1) {
+	} else if ((fd = upload_open(name, &flags, mode, flags & O_TRUNC,
+	                             &up)) == -1) {
 		status = errno_to_status(errno);
 	} else {
 		req->opened_fd = fd;
@@ -273,6 +256,7 @@ int process_open(struct request *req)
 		req->opened_has_st = fstat(fd, &req->opened_st) == 0;
 		req->opened_pseudo = pseudo_fs(fd);
 		req->opened_name = name;
+		req->opened_upload = up;
 		req->io_finish = open_finish;
 		return HANDLER_FINISH;
 	}
@@ -281,7 +265,49 @@ int process_open(struct request *req)
 	return HANDLER_DONE;
 }
 
-static void log_close(int idx)
+/* What CLOSE still does for a file with upload work (upload_pending: the
+ * fsync of --fsync-on-close, the link of --atomic-uploads) once its handle
+ * is out of the table: upload_finish and close(2) in a worker (close_call),
+ * then, back in the loop, the transfer log's line, which says whether the
+ * upload was finished (close_finish). */
+struct close_job {
+	struct upload *up;
+	int writable, failed;
+	int ran;         /* close_call ran (else close_finish cleans up) */
+	struct handle h; /* the handle as it was, for the transfer log */
+};
+
+/* The job for h, which takes its upload over; NULL when there is no
+ * upload work (or no memory: then it is done here and now). */
+static struct close_job *close_job_new(struct handle *h)
+{
+	int writable = (h->flags & O_ACCMODE) != O_RDONLY;
+	struct close_job *job;
+
+	if (!upload_pending(h->upload, writable))
+		return NULL;
+	if ((job = calloc(1, sizeof(*job))) == NULL ||
+	    (job->h.name = strdup(h->name)) == NULL) {
+		free(job);
+		h->upload_lost = upload_finish(h->upload, h->name, h->fd,
+		                               writable, h->writes_failed) < 0;
+		h->upload = NULL;
+		return NULL;
+	}
+	job->up = h->upload;
+	job->writable = writable;
+	job->failed = h->writes_failed;
+	job->h.flags = h->flags;
+	job->h.bytes_read = h->bytes_read;
+	job->h.bytes_written = h->bytes_written;
+	job->h.opened = h->opened;
+	job->h.write_failed = h->write_failed;
+	h->upload = NULL;
+	return job;
+}
+
+/* The close line, and (unless a job writes it later) the transfer log's. */
+static void log_close(int idx, const struct close_job *job)
 {
 	struct handle *h = handle_get(idx, HANDLE_FILE);
 
@@ -289,7 +315,8 @@ static void log_close(int idx)
 		logit("close \"%s\" bytes read %llu written %llu", h->name,
 		      (unsigned long long)h->bytes_read,
 		      (unsigned long long)h->bytes_written);
-		handle_log_transfer(h, 0);
+		if (job == NULL)
+			handle_log_transfer(h, 0);
 	} else
 		logit("closedir \"%s\"", handle_name(idx));
 }
@@ -303,22 +330,64 @@ static void close_call(struct io_op *op)
 	op->result = rc == 0 ? 0 : -errno;
 }
 
+/* The same with a job: first upload_finish (which may fsync and link),
+ * its log lines kept with the request's, as the queue keeps a handler's
+ * (log.h). */
+static void close_upload_call(struct io_op *op)
+{
+	struct request *req = op->owner;
+	struct close_job *job = op->buf;
+	int rc;
+
+	log_capture(&req->log_lines);
+	rc = upload_finish(job->up, job->h.name, op->fd, job->writable,
+	                   job->failed);
+	log_capture(NULL);
+	job->up = NULL;
+	job->ran = 1;
+	job->h.upload_lost = rc < 0;
+	if (close(op->fd) != 0 && rc == 0)
+		rc = -errno;
+	op->result = rc;
+}
+
 static void close_finish(struct request *req)
 {
-	if (req->io.result < 0)
-		errno = (int)-req->io.result;
-	send_result(req, req->io.result < 0 ? -1 : 0);
+	struct close_job *job =
+	    req->io.call == close_upload_call ? req->io.buf : NULL;
+
+	if (job != NULL) {
+		if (!job->ran) { /* never submitted: given up */
+			upload_discard(job->up);
+			close(req->io.fd);
+			job->h.upload_lost = 1;
+		}
+		handle_log_transfer(&job->h, 0);
+		free(job->h.name);
+		free(job);
+		req->io.buf = NULL;
+	}
+	if (req->io.result < 0) {
+		/* An upload discarded for its failed writes: FAILURE. */
+		send_status(req, errno_to_status((int)-req->io.result));
+		return;
+	}
+	send_result(req, 0);
 }
 
 int process_close(struct request *req)
 {
+	struct close_job *job = NULL;
+	struct handle *h;
 	DIR *dirp;
 	int idx, fd;
 
 	if (get_handle(req, "process_close", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
-	log_close(idx);
+	if ((h = handle_get(idx, HANDLE_FILE)) != NULL)
+		job = close_job_new(h);
+	log_close(idx, job);
 	/* The slot is free now, as OpenSSH's is once it answers: later
 	 * requests see the handle gone. */
 	if (handle_detach(idx, &fd, &dirp) != 0) {
@@ -328,9 +397,9 @@ int process_close(struct request *req)
 	}
 	memset(&req->io, 0, sizeof(req->io));
 	req->io.opcode = IO_CALL;
-	req->io.call = close_call;
+	req->io.call = job != NULL ? close_upload_call : close_call;
 	req->io.fd = fd;
-	req->io.buf = dirp;
+	req->io.buf = job != NULL ? (void *)job : (void *)dirp;
 	req->io.owner = req;
 	req->io_finish = close_finish;
 	return HANDLER_IO;
@@ -481,8 +550,10 @@ static void write_finish(struct request *req)
 
 	/* The transfer log calls an upload whose last WRITE failed
 	 * incomplete. */
-	if (h != NULL)
+	if (h != NULL) {
 		h->write_failed = req->io_done != req->io_want;
+		h->writes_failed |= h->write_failed;
+	}
 	if (req->io_done == req->io_want) {
 		/* Only acknowledged bytes count, as in OpenSSH's close line. */
 		if (h != NULL)
@@ -524,7 +595,7 @@ int process_write(struct request *req)
 	}
 	/* An append handle does not seek at all (setup_io). */
 	if (!(h->flags & O_APPEND) && (err = -handle_seek(h, off, &pos)) != 0) {
-		h->write_failed = 1;
+		h->write_failed = h->writes_failed = 1;
 		error("process_write: seek \"%.100s\": %s", h->name,
 		      strerror(err));
 		send_status(req, errno_to_status(err));
@@ -805,6 +876,36 @@ static int set_owner(const struct set_target *tg, const struct attrib *a)
 	                a->gid, nofollow_flag(tg));
 }
 
+/* -m and -M force the mode of the files and directories the server
+ * creates, and permission changes of those types are then ignored: the
+ * mode is set to what it already is, so the answer is the one the change
+ * would have got (PERMISSION_DENIED on another user's file), and the rest
+ * of the request applies.  Returns 0 when perm is to be set, else 1 with
+ * *mode the file's own. */
+static int mode_change_ignored(const struct set_target *tg, const char *name,
+                               uint32_t perm, mode_t *mode)
+{
+	struct stat st;
+	mode_t forced;
+	int rc;
+
+	if (!upload_modes_forced())
+		return 0;
+	if (tg->t == SETSTAT_FD)
+		rc = fstat(tg->fd, &st);
+	else if (tg->dir >= 0 || tg->t == SETSTAT_NOFOLLOW)
+		rc = fstatat(tg->dir >= 0 ? tg->dir : AT_FDCWD, tg->name, &st,
+		             AT_SYMLINK_NOFOLLOW);
+	else
+		rc = stat(tg->name, &st);
+	if (rc == -1 || !upload_mode_forced(st.st_mode, &forced))
+		return 0;
+	logit("set \"%s\" mode %04o ignored: %s %04o", name, perm,
+	      S_ISDIR(st.st_mode) ? "-M" : "-m", (unsigned)forced);
+	*mode = st.st_mode & 07777;
+	return 1;
+}
+
 /* The modtime log line shows the new mtime in local time, as OpenSSH's
  * does. */
 static void log_modtime(const char *name, uint32_t mtime)
@@ -825,6 +926,7 @@ uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
 	struct set_target tg = {.name = name, .fd = fd, .dir = -1, .t = t};
 	char leaf[NAME_MAX + 1];
 	uint32_t status = SSH2_FX_OK;
+	mode_t mode;
 
 	/* A confined path is acted on from its directory's descriptor: a
 	 * directory swapped for a symlink since it was resolved cannot lead
@@ -843,8 +945,10 @@ uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_PERMISSIONS) {
-		logit("set \"%s\" mode %04o", name, a->perm);
-		if (set_mode(&tg, a->perm & 07777) == -1)
+		mode = a->perm & 07777;
+		if (!mode_change_ignored(&tg, name, a->perm, &mode))
+			logit("set \"%s\" mode %04o", name, a->perm);
+		if (set_mode(&tg, mode) == -1)
 			status = errno_to_status(errno);
 	}
 	if (a->flags & SSH2_FILEXFER_ATTR_ACMODTIME) {

@@ -23,6 +23,7 @@
 #include "request.h"
 #include "sftp.h"
 #include "status.h"
+#include "upload.h"
 
 static int do_stat(struct request *req, int follow)
 {
@@ -119,12 +120,13 @@ int process_mkdir(struct request *req)
 
 	if ((rc = get_path_attrib(req, "process_mkdir", &name, &a)) != 0)
 		return rc;
-	/* Only the permissions matter; the umask still applies. */
+	/* Only the permissions matter; the umask still applies (-M's mode
+	 * replaces both). */
 	mode =
 	    (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? a.perm & 07777 : 0777;
 	debug3("request %u: mkdir", req->id);
 	logit("mkdir name \"%s\" mode 0%o", name, (unsigned)mode);
-	send_result(req, confine_mkdir(name, mode));
+	send_result(req, upload_mkdir(name, mode));
 	free(name);
 	return HANDLER_DONE;
 }

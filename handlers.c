@@ -393,6 +393,10 @@ void request_scope(struct request *req)
 	s->has_file = hd->kind == HANDLE_FILE;
 	s->dev = hd->dev;
 	s->ino = hd->ino;
+	/* An atomic upload's CLOSE puts the file under its name. */
+	if (req->type == SSH2_FXP_CLOSE && s->has_file &&
+	    upload_names_file(hd->upload))
+		s->cls = ORDER_PATH_WRITE;
 }
 
 /* VERSION has no request id; it carries our version and extensions. */

@@ -42,6 +42,8 @@ enum long_only_option {
 	OPT_CONFINE,
 	OPT_XFERLOG,
 	OPT_XFERLOG_FORMAT,
+	OPT_ATOMIC_UPLOADS,
+	OPT_FSYNC_ON_CLOSE,
 };
 
 /*
@@ -49,7 +51,7 @@ enum long_only_option {
  * OpenSSH uses on Linux, instead of glibc's permuting.  The ':' after it
  * silences glibc's own diagnostics: sftp-server prints only its usage.
  */
-static const char short_options[] = "+:d:f:l:P:p:Q:u:cehR";
+static const char short_options[] = "+:d:f:l:m:M:P:p:Q:u:cehR";
 
 static const struct option long_options[] = {
     {"version", no_argument, NULL, OPT_VERSION},
@@ -62,6 +64,8 @@ static const struct option long_options[] = {
     {"confine", optional_argument, NULL, OPT_CONFINE},
     {"xferlog", required_argument, NULL, OPT_XFERLOG},
     {"xferlog-format", required_argument, NULL, OPT_XFERLOG_FORMAT},
+    {"atomic-uploads", no_argument, NULL, OPT_ATOMIC_UPLOADS},
+    {"fsync-on-close", no_argument, NULL, OPT_FSYNC_ON_CLOSE},
     {NULL, 0, NULL, 0},
 };
 
@@ -113,7 +117,14 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 {
 	print_usage(stdout, prog);
 	printf("\n"
-	       "Long options:\n"
+	       "Options beyond OpenSSH's:\n"
+	       "  -m file_mode                mode of every file the server "
+	       "creates\n"
+	       "                              (octal, at most 0777)\n"
+	       "  -M directory_mode           mode of every directory it "
+	       "creates\n"
+	       "                              (octal, at most 07777)\n"
+
 	       "  --backend=auto|uring|plain  I/O back end (default auto:\n"
 	       "                              io_uring if the kernel allows "
 	       "it)\n"
@@ -130,6 +141,11 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "to FILE\n"
 	       "  --xferlog-format=xferlog|json\n"
 	       "                              its format (default xferlog)\n"
+	       "  --atomic-uploads            an upload appears whole at "
+	       "CLOSE or not\n"
+	       "                              at all\n"
+	       "  --fsync-on-close            CLOSE answers once the file is "
+	       "on disk\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
@@ -142,18 +158,21 @@ static void __attribute__((noreturn)) fatal_no_message(void)
 	exit(EXIT_FATAL);
 }
 
-/* -u: strtol in base 8 with the same acceptance rules as OpenSSH. */
-static int parse_umask(const char *arg, unsigned *value)
+/* An octal number from 0 to max: -u with strtol's rules, as OpenSSH
+ * takes it; -m and -M are strict (digits 0-7 only, no sign or spaces). */
+static int parse_octal(const char *arg, long max, int strict, unsigned *value)
 {
 	char *end;
-	long mask;
+	long n;
 
-	errno = 0;
-	mask = strtol(arg, &end, 8);
-	if (end == arg || *end != '\0' || mask < 0 || mask > 0777 ||
-	    (mask == 0 && errno != 0))
+	if (strict && (*arg == '\0' || strspn(arg, "01234567") != strlen(arg)))
 		return -1;
-	*value = (unsigned)mask;
+	errno = 0;
+	n = strtol(arg, &end, 8);
+	if (end == arg || *end != '\0' || n < 0 || n > max ||
+	    (n == 0 && errno != 0) || errno == ERANGE)
+		return -1;
+	*value = (unsigned)n;
 	return 0;
 }
 
@@ -196,6 +215,8 @@ static void set_defaults(struct options *o)
 	o->backend = BACKEND_AUTO;
 	o->queue_depth = QUEUE_DEPTH_DEFAULT;
 	o->write_merge = WRITE_MERGE_DEFAULT;
+	o->file_mode = -1;
+	o->dir_mode = -1;
 }
 
 /*
@@ -208,6 +229,8 @@ static int apply_short_option(struct options *o, int ch, const char *arg,
                               const char *prog, const char *user,
                               const char *home, unsigned long uid)
 {
+	unsigned mode;
+
 	switch (ch) {
 	case 'Q':
 		if (strcasecmp(arg, "requests") != 0) {
@@ -258,10 +281,22 @@ static int apply_short_option(struct options *o, int ch, const char *arg,
 			fatal_exit(EXIT_FATAL, "out of memory");
 		break;
 	case 'u':
-		if (parse_umask(arg, &o->umask_value) != 0)
+		if (parse_octal(arg, 0777, 0, &o->umask_value) != 0)
 			fatal_exit(EXIT_FATAL, "Invalid umask \"%s\"", arg);
 		o->umask_set = 1;
 		umask((mode_t)o->umask_value);
+		break;
+	case 'm':
+	case 'M':
+		if (parse_octal(arg, ch == 'm' ? 0777 : 07777, 1, &mode) != 0)
+			fatal_exit(EXIT_FATAL,
+			           "Invalid %s mode \"%s\": octal, at most %s",
+			           ch == 'm' ? "file" : "directory", arg,
+			           ch == 'm' ? "0777" : "07777");
+		if (ch == 'm')
+			o->file_mode = (int)mode;
+		else
+			o->dir_mode = (int)mode;
 		break;
 	case 'h':
 	default: /* unknown letter or missing argument */
@@ -326,6 +361,12 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 			        arg);
 			exit(1);
 		}
+		break;
+	case OPT_ATOMIC_UPLOADS:
+		o->atomic_uploads = 1;
+		break;
+	case OPT_FSYNC_ON_CLOSE:
+		o->fsync_on_close = 1;
 		break;
 	case OPT_WRITE_MERGE:
 		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=

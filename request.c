@@ -14,6 +14,7 @@
 #include "input.h"
 #include "readmem.h"
 #include "request.h"
+#include "upload.h"
 
 /* Spare structs kept for reuse, and the largest reply buffer a spare may
  * keep (bigger ones, from long READDIR replies, are freed). */
@@ -101,6 +102,8 @@ void request_free(struct request *req)
 	if (req->opened_dir != NULL)
 		closedir(req->opened_dir);
 	free(req->opened_name);
+	upload_discard(req->opened_upload);
+	req->opened_upload = NULL;
 	handle_unreserve(req->reserved_handle);
 	req->reserved_handle = -1;
 	req->opened_dir = NULL;

@@ -38,6 +38,9 @@ struct handle {
 	uint64_t ahead_until;   /* read-ahead asked for up to here */
 	struct timespec opened; /* monotonic, for the transfer log */
 	int write_failed;       /* the last WRITE failed (transfer log) */
+	int writes_failed;      /* any WRITE (or copy-data into it) failed */
+	int upload_lost;        /* CLOSE could not finish it (transfer log) */
+	struct upload *upload;  /* what CLOSE must do (upload.h), or NULL */
 	char *order_path;       /* name made absolute, for the ordering rule
 	                         * (order.h); NULL: it has ".." */
 	int next_free;
@@ -66,7 +69,9 @@ const char *handle_name(int idx);
  * Returns a BUF_* code (only a short packet is an error). */
 int handle_parse(struct rbuf *r, int *idx);
 int handle_put(struct wbuf *w, int idx);
-/* Close and free the slot: close()/closedir() result, -1 with errno. */
+/* Close and free the slot: close()/closedir() result, -1 with errno.  An
+ * upload still pending (h->upload) is discarded: CLOSE finishes it with
+ * upload_finish() first and clears h->upload. */
 int handle_close(int idx);
 /* Free the slot and hand over what it held, to be closed by the caller
  * (elsewhere: close(2) may wait on the storage): the descriptor of a file
@@ -80,7 +85,8 @@ int handle_detach(int idx, int *fd, DIR **dirp);
  * offset at 0). */
 int handle_seek(const struct handle *h, uint64_t off, uint64_t *pos);
 /* --xferlog's line for a file handle being closed: complete unless its
- * last WRITE failed or the session is ending with it still open (forced). */
+ * last WRITE failed, CLOSE could not finish the upload (upload_lost), or
+ * the session is ending with it still open (forced). */
 void handle_log_transfer(const struct handle *h, int forced);
 /* At exit: "forced close"/"forced closedir" log lines, then close all. */
 void handle_close_all(void);

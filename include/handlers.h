@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "order.h"
 #include "request.h"
+#include "upload.h" /* open_file */
 
 typedef int (*handler_fn)(struct request *req);
 
@@ -89,13 +90,6 @@ int setstat_request(struct request *req, const char *fn, enum setstat_target t);
  * them ("<op> old ... new ..."), answered with one call's result. */
 int path_pair_request(struct request *req, const char *fn, const char *op,
                       int (*call)(const char *, const char *));
-
-/* open(2) of a client's path, for every request that opens one (OPEN,
- * check-file-name, copy-file): beneath the confinement directory under
- * --confine, a FIFO without waiting (O_NONBLOCK is added to *flags), and
- * once more after giving up spare pipes on EMFILE.  -1 with errno set on
- * failure. */
-int open_file(const char *name, int *flags, int mode);
 
 /* Handlers by module. */
 int process_open(struct request *req);

@@ -26,6 +26,10 @@ struct options {
 	const char *confine_dir; /* DIR as given (NULL: the start directory) */
 	char *xferlog_path;      /* --xferlog=FILE */
 	int xferlog_format;      /* --xferlog-format: enum xferlog_format */
+	int atomic_uploads;      /* --atomic-uploads (upload.c) */
+	int fsync_on_close;      /* --fsync-on-close (upload.c) */
+	int file_mode;           /* -m: mode of files created, -1: not set */
+	int dir_mode;            /* -M: mode of directories created, or -1 */
 };
 
 /* Outcome of parse_options. */

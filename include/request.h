@@ -105,6 +105,7 @@ struct request {
 	struct stat opened_st;
 	int opened_has_st;
 	int opened_pseudo; /* on /proc, /sys and the like (pseudo_fs) */
+	struct upload *opened_upload; /* what its CLOSE must do (upload.h) */
 
 	/* What it acts on, for the ordering rule (request_scope). */
 	struct order_scope scope;

@@ -116,6 +116,10 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(o.write_merge, 256 * 1024);
 	ck_assert_ptr_null(o.xferlog_path);
 	ck_assert_int_eq(o.xferlog_format, XFERLOG_XFERLOG);
+	ck_assert_int_eq(o.atomic_uploads, 0);
+	ck_assert_int_eq(o.fsync_on_close, 0);
+	ck_assert_int_eq(o.file_mode, -1);
+	ck_assert_int_eq(o.dir_mode, -1);
 }
 END_TEST
 
@@ -606,6 +610,59 @@ START_TEST(test_confine_option)
 }
 END_TEST
 
+/* -m, -M (OpenSSH's pull request #351's letters), --atomic-uploads and
+ * --fsync-on-close (issue 23). */
+START_TEST(test_upload_options)
+{
+	char *all[] = {"s",
+	               "-m",
+	               "0640",
+	               "-M",
+	               "2750",
+	               "--atomic-uploads",
+	               "--fsync-on-close",
+	               NULL};
+	char *bundled[] = {"s", "-em600", "-M0", NULL};
+	static const char *const good_m[] = {"0", "777", "0777", "0000640"};
+	static const char *const bad_m[] = {"1000", "4755", "8",  "",    "-1",
+	                                    "+7",   " 7",   "7 ", "0x7", "64a"};
+	static const char *const bad_dm[] = {"10000", "17777", "9", "", "-0"};
+	struct options o;
+	size_t i;
+
+	ck_assert_int_eq(parse(&o, all), OPTIONS_RUN);
+	ck_assert_int_eq(o.file_mode, 0640);
+	ck_assert_int_eq(o.dir_mode, 02750);
+	ck_assert_int_eq(o.atomic_uploads, 1);
+	ck_assert_int_eq(o.fsync_on_close, 1);
+	ck_assert_int_eq(parse(&o, bundled), OPTIONS_RUN);
+	ck_assert_int_eq(o.log_stderr, 1);
+	ck_assert_int_eq(o.file_mode, 0600);
+	ck_assert_int_eq(o.dir_mode, 0);
+	ck_assert_int_eq(o.atomic_uploads, 0);
+	for (i = 0; i < sizeof(good_m) / sizeof(good_m[0]); i++) {
+		char *argv[] = {"s", "-m", (char *)good_m[i], NULL};
+
+		ck_assert_msg(exit_status_of(argv) ==
+		                  RETURNED_BASE + OPTIONS_RUN,
+		              "-m \"%s\" was refused", good_m[i]);
+	}
+	/* As an invalid -u: fatal, 255; strictly octal digits. */
+	for (i = 0; i < sizeof(bad_m) / sizeof(bad_m[0]); i++) {
+		char *argv[] = {"s", "-m", (char *)bad_m[i], NULL};
+
+		ck_assert_msg(exit_status_of(argv) == 255,
+		              "-m \"%s\" was not fatal", bad_m[i]);
+	}
+	for (i = 0; i < sizeof(bad_dm) / sizeof(bad_dm[0]); i++) {
+		char *argv[] = {"s", "-M", (char *)bad_dm[i], NULL};
+
+		ck_assert_msg(exit_status_of(argv) == 255,
+		              "-M \"%s\" was not fatal", bad_dm[i]);
+	}
+}
+END_TEST
+
 START_TEST(test_queue_depth_bounds)
 {
 	static const char *const bad[] = {
@@ -933,6 +990,7 @@ int main(void)
 	tcase_add_test(opts, test_reentrant);
 	tcase_add_test(opts, test_backend_option);
 	tcase_add_test(opts, test_confine_option);
+	tcase_add_test(opts, test_upload_options);
 	tcase_add_test(opts, test_queue_depth_bounds);
 	tcase_add_test(opts, test_write_merge_and_splice);
 	suite_add_tcase(s, opts);

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Differential test: the same request streams to OpenSSH's sftp-server and to
 # $SERVER must give the same replies, file trees and -e logs.  Runs
-# tests/difftest.py once per backend pass (see lib.sh).
+# tests/difftest.py once per backend pass (see lib.sh), then once per
+# variant (--fsync-on-close, --atomic-uploads, -m/-M: DIFFTEST_VARIANTS),
+# where only the documented differences may show.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -22,4 +24,18 @@ for i in "${!PASS_NAMES[@]}"; do
 		--label "$name" --workdir "$WORK" \
 		${DIFFTEST_ONLY:+--only "$DIFFTEST_ONLY"}
 done
+# The options that change behaviour on purpose, on the first pass's back
+# end: every scenario again, identical to OpenSSH but for the differences
+# difftest.py's VARIANTS documents (README, "Uploads").
+if ! is_openssh_server; then
+	for v in ${DIFFTEST_VARIANTS:-fsync atomic modes}; do
+		echo "=== variant $v: $SERVER ${PASS_ARGS[0]}"
+		run_counted "difftest.py ($v)" "$WORK/out.$v" \
+			"$PYTHON3" "$TESTS_DIR/difftest.py" \
+			--ref "$OPENSSH_SFTP_SERVER" --server "$SERVER" \
+			--server-args="${PASS_ARGS[0]}" --variant "$v" \
+			--label "$v" --workdir "$WORK" \
+			${DIFFTEST_ONLY:+--only "$DIFFTEST_ONLY"}
+	done
+fi
 finish

@@ -18,11 +18,13 @@ make_workdir manpage
 "$SERVER" --help >"$WORK/help"
 
 # The options the program lists.  Letters: the words of the usage lines
-# that start with one dash, each letter on its own ("-ehR" is -e -h -R).
+# that start with one dash, each letter on its own ("-ehR" is -e -h -R),
+# and the letters that begin a line of the option list ("  -m mode").
 # Long options: every --name.
 {
 	sed -n '/^usage:/,/^$/p' "$WORK/help" | tr -cs 'A-Za-z0-9_-' '\n' |
 		sed -n 's/^-\([A-Za-z][A-Za-z]*\)$/\1/p' | fold -w1
+	sed -n 's/^  -\([A-Za-z]\) .*/\1/p' "$WORK/help"
 	grep -o -- '--[a-z][a-z0-9-]*' "$WORK/help" | sed 's/^--/-/'
 } | sort -u >"$WORK/listed"
 
