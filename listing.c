@@ -72,7 +72,8 @@ unsigned listing_helpers(size_t left, int64_t first_ns, unsigned idle)
 struct lookups {
 	pthread_mutex_t lock;
 	pthread_cond_t all_done;
-	struct listing *l;
+	struct listing *l; /* not to be touched once all are done */
+	size_t n;          /* its entries */
 	int dir_fd;
 	const char *dir;
 	size_t next, done;
@@ -97,12 +98,12 @@ static void lookups_run(struct lookups *k)
 	size_t i;
 
 	pthread_mutex_lock(&k->lock);
-	while ((i = k->next) < k->l->n) {
+	while ((i = k->next) < k->n) {
 		k->next++;
 		pthread_mutex_unlock(&k->lock);
 		lookup_one(k->dir_fd, k->dir, &k->l->e[i]);
 		pthread_mutex_lock(&k->lock);
-		if (++k->done == k->l->n)
+		if (++k->done == k->n)
 			pthread_cond_signal(&k->all_done);
 	}
 	pthread_mutex_unlock(&k->lock);
@@ -153,6 +154,7 @@ void listing_stat(DIR *dirp, const char *dir, struct listing *l)
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->all_done, NULL);
 	k->l = l;
+	k->n = l->n;
 	k->dir_fd = dir_fd;
 	k->dir = dir;
 	k->next = k->done = 1;
@@ -170,7 +172,7 @@ void listing_stat(DIR *dirp, const char *dir, struct listing *l)
 	 * started (all threads may be busy), only on lookups under way. */
 	lookups_run(k);
 	pthread_mutex_lock(&k->lock);
-	while (k->done < l->n)
+	while (k->done < k->n)
 		pthread_cond_wait(&k->all_done, &k->lock);
 	pthread_mutex_unlock(&k->lock);
 	lookups_put(k);

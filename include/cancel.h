@@ -28,7 +28,7 @@ enum client_presence {
 /* After stdin's end, work still in progress may go on this long: a client
  * that half-closes its input and waits for the answer still gets it for
  * ordinary requests; nobody's work goes on for long after. */
-#define CANCEL_INPUT_GRACE_NS (500 * 1000000LL)
+#define CANCEL_INPUT_GRACE_NS (250 * 1000000LL)
 
 struct cancel_watch {
 	int64_t next_look_ns;      /* 0: look at the first chance */

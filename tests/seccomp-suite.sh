@@ -178,7 +178,7 @@ fi
 # in it is a skipped part of this suite.
 run_suite() {
 	echo "=== $1 under the filter"
-	SERVER=$WRAPPED BACKENDS="auto" \
+	SERVER=$WRAPPED BACKENDS="auto" DIFFTEST_VARIANTS=none \
 		run_counted "$1 under the filter" "$WORK/$1.out" "$2"
 }
 for suite in ${SECCOMP_SUITES:-difftest integration}; do
