@@ -4,34 +4,30 @@
 #include "config.h"
 
 #include "latency.h"
-#include "monotonic.h"
 
 /* Written by the loop and the workers; a lost update only makes one
  * call run where the other would have put it. */
-static int64_t slow_until;
+static int64_t average_ns;
 
-int64_t latency_slow_until(int64_t took_ns, int64_t now, int64_t until)
+int64_t latency_average(int64_t average, int64_t took_ns)
 {
-	if (took_ns > LATENCY_SLOW_NS && now + LATENCY_HOLD_NS > until)
-		return now + LATENCY_HOLD_NS;
-	return until;
+	return average + (took_ns - average) / 8;
 }
 
 void latency_note(int64_t took_ns)
 {
-	int64_t until = __atomic_load_n(&slow_until, __ATOMIC_RELAXED),
-	        next = latency_slow_until(took_ns, monotonic_ns(), until);
+	int64_t avg = __atomic_load_n(&average_ns, __ATOMIC_RELAXED);
 
-	if (next != until)
-		__atomic_store_n(&slow_until, next, __ATOMIC_RELAXED);
+	__atomic_store_n(&average_ns, latency_average(avg, took_ns),
+	                 __ATOMIC_RELAXED);
 }
 
 int latency_storage_slow(void)
 {
-	return monotonic_ns() < __atomic_load_n(&slow_until, __ATOMIC_RELAXED);
+	return __atomic_load_n(&average_ns, __ATOMIC_RELAXED) > LATENCY_SLOW_NS;
 }
 
 void latency_reset(void)
 {
-	__atomic_store_n(&slow_until, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&average_ns, 0, __ATOMIC_RELAXED);
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* URING_SFTP_TEST_KERNEL: see testkernel.h.  The tables are facts about
  * Linux releases (the io_uring_enter(2) and io_uring_register(2) man
  * pages, Landlock's documentation); they only need rows for kernels a

@@ -473,7 +473,10 @@ def distinct_runs(w, src, servers, results):
                     while f.read(4 * MiB):
                         pass
                 copies.append(dst)
+        # Each user downloads a file of its own: no shared one here.
         for direction in Cfg.directions:
+            if direction == "download-shared":
+                continue
             failed = run_rounds(w, direction, n, servers, results,
                                 users) or failed
         for c in copies:

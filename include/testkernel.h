@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* A test mode: act as an older kernel where a seccomp filter cannot make
  * the difference (doc/design.md, "The kernel matrix").  tests/oldkernel
  * makes the system calls a kernel lacked fail with ENOSYS and sets

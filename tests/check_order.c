@@ -135,18 +135,26 @@ END_TEST
 
 START_TEST(test_latency_decision)
 {
-	int64_t s = 1000000000;
+	int64_t avg = 0;
+	int i;
 
-	/* Fast calls change nothing; a slow one starts a slow period, or
-	 * makes a running one last longer. */
-	ck_assert_int_eq(latency_slow_until(1000, s, 0), 0);
-	ck_assert_int_eq(latency_slow_until(LATENCY_SLOW_NS + 1, s, 0),
-	                 s + LATENCY_HOLD_NS);
-	ck_assert_int_eq(
-	    latency_slow_until(LATENCY_SLOW_NS + 1, s + 5, s + LATENCY_HOLD_NS),
-	    s + 5 + LATENCY_HOLD_NS);
-	ck_assert_int_eq(latency_slow_until(10, s + 5, s + LATENCY_HOLD_NS),
-	                 s + LATENCY_HOLD_NS);
+	/* Round trips of 1 ms: slow within four calls. */
+	for (i = 0; i < 3; i++)
+		avg = latency_average(avg, 1000000);
+	ck_assert_int_le(avg, LATENCY_SLOW_NS);
+	avg = latency_average(avg, 1000000);
+	ck_assert_int_gt(avg, LATENCY_SLOW_NS);
+	/* A local disk: one call held up 2 ms among fast ones is not. */
+	avg = 0;
+	for (i = 0; i < 20; i++)
+		avg = latency_average(avg, 5000);
+	avg = latency_average(avg, 2000000);
+	ck_assert_int_le(avg, LATENCY_SLOW_NS);
+	/* Fast again: the average falls back below. */
+	avg = 1000000;
+	for (i = 0; i < 12; i++)
+		avg = latency_average(avg, 5000);
+	ck_assert_int_le(avg, LATENCY_SLOW_NS);
 }
 END_TEST
 

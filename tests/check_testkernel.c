@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the test hook URING_SFTP_TEST_KERNEL (testkernel.c): the
  * io_uring operations and Landlock ABI of the kernels the matrix names. */
 #include "config.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /*
  * oldkernel: run a command as on an older kernel, or as in a Docker
  * container under Docker's default seccomp profile (doc/design.md, "The
