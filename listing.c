@@ -36,8 +36,12 @@ int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
 {
 	struct listing_entry *grown;
 	struct dirent *dp;
-	size_t bytes = 0, len;
+	size_t bytes = 0, len, i;
 
+	/* The names of the batch before, if any (READDIR reads another
+	 * batch when none of those could be looked up). */
+	for (i = 0; i < l->n; i++)
+		free(l->e[i].name);
 	l->n = 0;
 	while (l->n < max_entries && bytes < max_bytes &&
 	       (dp = readdir(dirp)) != NULL) {
