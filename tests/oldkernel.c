@@ -42,19 +42,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#elif defined(__riscv) && __riscv_xlen == 64
-#define NATIVE_ARCH AUDIT_ARCH_RISCV64
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define NATIVE_ARCH AUDIT_ARCH_PPC64LE
-#elif defined(__s390x__)
-#define NATIVE_ARCH AUDIT_ARCH_S390X
-#else
-#error "oldkernel: add this architecture's AUDIT_ARCH_ value"
-#endif
+#include "seccomp-arch.h"
 
 /* The low 32 bits of a system call argument. */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__

@@ -31,17 +31,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#elif defined(__riscv) && __riscv_xlen == 64
-#define NATIVE_ARCH AUDIT_ARCH_RISCV64
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define NATIVE_ARCH AUDIT_ARCH_PPC64LE
-#else
-#error "upload-sim: add this architecture's AUDIT_ARCH_ value"
-#endif
+#include "seccomp-arch.h"
 
 /* The low 32 bits of system call argument n (little-endian only, above). */
 #define ARG_LO(n) (offsetof(struct seccomp_data, args) + 8 * (n))
