@@ -4,10 +4,26 @@
  * threads' (see io.h). */
 #include "config.h"
 
+#include <stddef.h>
+#include <string.h>
+
 #include "backend.h"
 #include "io.h"
 #include "latency.h"
+#include "log.h"
+#include "monotonic.h"
+#include "route.h"
 #include "workers.h"
+
+/* Metadata opcodes the kernel refused at run time (ring_refused). */
+static unsigned char refused[IO_OPCODES];
+
+static const char *const meta_names[IO_OPCODES] = {
+    [IO_STATX] = "STATX",     [IO_UNLINKAT] = "UNLINKAT",
+    [IO_MKDIRAT] = "MKDIRAT", [IO_SYMLINKAT] = "SYMLINKAT",
+    [IO_LINKAT] = "LINKAT",   [IO_RENAMEAT] = "RENAMEAT",
+    [IO_CLOSE] = "CLOSE",
+};
 
 /* An operation the back end would run at submit time, in a worker. */
 static void run_now_call(struct io_op *op)
@@ -15,10 +31,68 @@ static void run_now_call(struct io_op *op)
 	op->result = io_run_now(op);
 }
 
+int io_ring_has(int opcode)
+{
+	return io_is_meta(opcode) && !refused[opcode] && backend->has != NULL &&
+	       backend->has(opcode);
+}
+
+/* A metadata call in a worker: io.h. */
+static void meta_call(struct io_op *op)
+{
+	op->result = io_run_now(op);
+}
+
+static int submit_meta(struct io_op *op)
+{
+	op->submitted_ns = monotonic_ns();
+	op->ring_result = 0;
+	if (io_ring_has(op->opcode)) {
+		debug3("io_uring: %s", meta_names[op->opcode]);
+		return backend->submit(op);
+	}
+	op->call = meta_call;
+	return workers_submit(op);
+}
+
+/* A metadata call's answer from the ring: 1 when it is not one, and the
+ * call was given to a worker to make again (route.h). */
+static int meta_again(struct io_op *op)
+{
+	enum ring_answer a = ring_answer(op->opcode == IO_CLOSE, op->result);
+
+	if (a == RING_FINAL)
+		return 0;
+	/* Marked, for meta_answered: 1 when there is nothing to compare. */
+	op->ring_result = a == RING_CHECK ? op->result : 1;
+	op->call = meta_call;
+	return workers_submit(op) == 0;
+}
+
+/* A metadata call answered: was the ring's refusal io_uring's own (then
+ * its opcode is not used again: logged once)?  Timed, but for a close
+ * (latency.h: what says how slow the storage is). */
+static void meta_answered(struct io_op *op)
+{
+	if (op->ring_result < 0 && ring_refused(op->ring_result, op->result) &&
+	    !refused[op->opcode]) {
+		refused[op->opcode] = 1;
+		verbose("io_uring refused IORING_OP_%s (%s): the workers make "
+		        "those calls",
+		        meta_names[op->opcode],
+		        strerror((int)-op->ring_result));
+	}
+	op->ring_result = 0;
+	if (op->opcode != IO_CLOSE)
+		latency_note(monotonic_ns() - op->submitted_ns);
+}
+
 int io_submit(struct io_op *op)
 {
 	if (op->opcode == IO_CALL)
 		return workers_submit(op);
+	if (io_is_meta(op->opcode))
+		return submit_meta(op);
 	if (backend->runs_at_submit == NULL || !backend->runs_at_submit(op))
 		return backend->submit(op);
 	/* On slow storage what would wait in the loop waits in a worker
@@ -38,13 +112,22 @@ int io_reap_ready(void)
 	int i, n, total = 0;
 
 	while ((n = workers_reap(done, 64)) > 0) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
+			if (io_is_meta(done[i]->opcode))
+				meta_answered(done[i]);
 			done[i]->done(done[i]);
+		}
 		total += n;
 	}
 	while ((n = backend->reap(done, 64, 0)) > 0) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
+			if (io_is_meta(done[i]->opcode)) {
+				if (meta_again(done[i]))
+					continue;
+				meta_answered(done[i]);
+			}
 			done[i]->done(done[i]);
+		}
 		total += n;
 	}
 	return n < 0 ? n : total;
