@@ -37,38 +37,6 @@ int io_ring_has(int opcode)
 	       backend->has(opcode);
 }
 
-/* A metadata call in a worker: io.h. */
-static void meta_call(struct io_op *op)
-{
-	op->result = io_run_now(op);
-}
-
-static int submit_meta(struct io_op *op)
-{
-	op->submitted_ns = monotonic_ns();
-	op->ring_result = 0;
-	if (io_ring_has(op->opcode)) {
-		debug3("io_uring: %s", meta_names[op->opcode]);
-		return backend->submit(op);
-	}
-	op->call = meta_call;
-	return workers_submit(op);
-}
-
-/* A metadata call's answer from the ring: 1 when it is not one, and the
- * call was given to a worker to make again (route.h). */
-static int meta_again(struct io_op *op)
-{
-	enum ring_answer a = ring_answer(op->opcode == IO_CLOSE, op->result);
-
-	if (a == RING_FINAL)
-		return 0;
-	/* Marked, for meta_answered: 1 when there is nothing to compare. */
-	op->ring_result = a == RING_CHECK ? op->result : 1;
-	op->call = meta_call;
-	return workers_submit(op) == 0;
-}
-
 /* A metadata call answered: was the ring's refusal io_uring's own (then
  * its opcode is not used again: logged once)?  Timed, but for a close
  * (latency.h: what says how slow the storage is). */
@@ -82,9 +50,47 @@ static void meta_answered(struct io_op *op)
 		        meta_names[op->opcode],
 		        strerror((int)-op->ring_result));
 	}
-	op->ring_result = 0;
 	if (op->opcode != IO_CLOSE)
 		latency_note(monotonic_ns() - op->submitted_ns);
+}
+
+/* Every metadata call's completion comes here first, whoever reaps it
+ * (io_reap_ready, io_sync): one from the ring that is no answer is given
+ * to a worker to make again (route.h), an answer goes on to the owner's
+ * done. */
+static void meta_done(struct io_op *op)
+{
+	enum ring_answer a =
+	    op->meta_in_worker
+	        ? RING_FINAL
+	        : ring_answer(op->opcode == IO_CLOSE, (long)op->result);
+
+	if (a != RING_FINAL) {
+		/* Compared in meta_answered; 1: nothing to compare. */
+		op->ring_result = a == RING_CHECK ? op->result : 1;
+		op->meta_in_worker = 1;
+		op->call = run_now_call;
+		if (workers_submit(op) == 0)
+			return;
+	}
+	meta_answered(op);
+	op->done = op->meta_then;
+	op->done(op);
+}
+
+static int submit_meta(struct io_op *op)
+{
+	op->submitted_ns = monotonic_ns();
+	op->ring_result = 0;
+	op->meta_then = op->done;
+	op->done = meta_done;
+	op->meta_in_worker = !io_ring_has(op->opcode);
+	if (!op->meta_in_worker) {
+		debug3("io_uring: %s", meta_names[op->opcode]);
+		return backend->submit(op);
+	}
+	op->call = run_now_call;
+	return workers_submit(op);
 }
 
 int io_submit(struct io_op *op)
@@ -112,22 +118,13 @@ int io_reap_ready(void)
 	int i, n, total = 0;
 
 	while ((n = workers_reap(done, 64)) > 0) {
-		for (i = 0; i < n; i++) {
-			if (io_is_meta(done[i]->opcode))
-				meta_answered(done[i]);
+		for (i = 0; i < n; i++)
 			done[i]->done(done[i]);
-		}
 		total += n;
 	}
 	while ((n = backend->reap(done, 64, 0)) > 0) {
-		for (i = 0; i < n; i++) {
-			if (io_is_meta(done[i]->opcode)) {
-				if (meta_again(done[i]))
-					continue;
-				meta_answered(done[i]);
-			}
+		for (i = 0; i < n; i++)
 			done[i]->done(done[i]);
-		}
 		total += n;
 	}
 	return n < 0 ? n : total;

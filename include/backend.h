@@ -81,11 +81,13 @@ struct io_op {
 	const char *path, *path2;
 	int at_flags;
 	unsigned mode;
-	/* io.c's, for the metadata calls: when it was submitted, and what
-	 * the ring answered when io.c asks a worker to make the call again
-	 * (0: it did not). */
+	/* io.c's, for the metadata calls: when it was submitted, whether
+	 * a worker makes it, what the ring answered when a worker makes it
+	 * again (0: it did not), and the done that io.c's own goes on to. */
 	int64_t submitted_ns;
+	int meta_in_worker;
 	ssize_t ring_result;
+	void (*meta_then)(struct io_op *op);
 	/* Called by whoever reaps the completion (the event loop). */
 	void (*done)(struct io_op *op);
 	void *owner;        /* the submitter's, untouched by the back end */
