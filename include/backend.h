@@ -6,8 +6,9 @@
  * merged runs, fsync, check-file's reads, copy-data's copy_file_range,
  * and read-ahead hints.  Not through it: the POSIX_FADV_SEQUENTIAL hint
  * at OPEN and cachestat (readahead.c), metadata calls (fstat, ftruncate,
- * readdir and the like, in the handlers), and writes to stdout
- * (output.c). */
+ * readdir and the like, in the handlers) but the few a request on slow
+ * storage gives io_uring (the metadata opcodes below, io.h), and writes
+ * to stdout (output.c). */
 #ifndef BACKEND_H
 #define BACKEND_H
 

@@ -19,6 +19,8 @@
  * be io_uring refusing the operation) is not passed on: a worker makes
  * the call again and its answer is.  Where the two differ, io_uring
  * refused the operation: it is not used again (logged once, at VERBOSE).
+ * This check is io.c's own done callback, which then calls the owner's,
+ * so it holds whoever reaps the completion (io_reap_ready, io_sync).
  * Metadata calls but close are timed from submission to answer
  * (latency.h). */
 int io_submit(struct io_op *op);
