@@ -130,6 +130,20 @@ void attrib_from_stat(const struct stat *st, struct attrib *a)
 	a->mtime = (uint32_t)st->st_mtime;
 }
 
+void attrib_from_statx(const struct statx *stx, struct attrib *a)
+{
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	st.st_size = (off_t)stx->stx_size;
+	st.st_uid = stx->stx_uid;
+	st.st_gid = stx->stx_gid;
+	st.st_mode = stx->stx_mode;
+	st.st_atime = (time_t)stx->stx_atime.tv_sec;
+	st.st_mtime = (time_t)stx->stx_mtime.tv_sec;
+	attrib_from_stat(&st, a);
+}
+
 /*
  * Month names must be the C locale's even if someone calls setlocale():
  * OpenSSH never does, and clients may parse the long name.

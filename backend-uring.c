@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "log.h"
 #include "testkernel.h"
+#include "workers.h"
 
 static struct io_uring ring;
 static int ring_ready;
@@ -21,6 +22,18 @@ static unsigned queued, in_flight, max_depth;
 static unsigned hints; /* of those, read-ahead hints */
 /* Writes done at submit time, waiting to be reaped. */
 static struct io_done_list written;
+
+/* The metadata calls (backend.h) and their io_uring operations: statx,
+ * openat and close came in 5.6, renameat and unlinkat in 5.11, mkdirat,
+ * symlinkat and linkat in 5.15.  Which ones this kernel has (the probe's
+ * answer at start): the others go to the workers (io.c), not logged. */
+static const int meta_uring_op[IO_OPCODES] = {
+    [IO_STATX] = IORING_OP_STATX,     [IO_UNLINKAT] = IORING_OP_UNLINKAT,
+    [IO_MKDIRAT] = IORING_OP_MKDIRAT, [IO_SYMLINKAT] = IORING_OP_SYMLINKAT,
+    [IO_LINKAT] = IORING_OP_LINKAT,   [IO_RENAMEAT] = IORING_OP_RENAMEAT,
+    [IO_CLOSE] = IORING_OP_CLOSE,
+};
+static unsigned char meta_has[IO_OPCODES];
 
 /* The probe's answer, less what a test's older kernel lacked
  * (testkernel.h). */
@@ -55,6 +68,9 @@ static int probe_opcodes(void)
 			verbose("io_uring has no IORING_OP_%s", needed[i].name);
 			rc = -ENOSYS;
 		}
+	for (i = 0; i < IO_OPCODES; i++)
+		meta_has[i] =
+		    io_is_meta((int)i) && has_op(probe, meta_uring_op[i]);
 	io_uring_free_probe(probe);
 	return rc;
 }
@@ -72,8 +88,23 @@ static int uring_init(unsigned depth)
 		io_uring_queue_exit(&ring);
 		return rc;
 	}
+	/* The metadata calls wait in io_uring's own worker threads (io-wq),
+	 * as many as calls in flight unless bounded: as many as ours
+	 * (workers.h).  Before 5.15 the kernel knows no bound (EINVAL):
+	 * then io-wq's own, one thread per call in flight, up to
+	 * RLIMIT_NPROC. */
+	{
+		unsigned bound[2] = {WORKERS_MAX, WORKERS_MAX};
+
+		(void)io_uring_register_iowq_max_workers(&ring, bound);
+	}
 	ring_ready = 1;
 	return 0;
+}
+
+static int uring_has(int opcode)
+{
+	return io_is_meta(opcode) && meta_has[opcode];
 }
 
 /* Writes and copy_file_range (below says why), and reads of files that
@@ -115,8 +146,33 @@ static int uring_submit(struct io_op *op)
 	case IO_WRITE:
 	case IO_WRITEV:
 	case IO_COPY_RANGE:
-	case IO_CALL:  /* io_submit gives these to the workers */
+	case IO_CALL: /* io_submit gives these to the workers */
+	case IO_OPCODES:
 		break; /* done above */
+	case IO_STATX:
+		io_uring_prep_statx(sqe, op->fd, op->path, op->at_flags,
+		                    STATX_BASIC_STATS, op->buf);
+		break;
+	case IO_UNLINKAT:
+		io_uring_prep_unlinkat(sqe, op->fd, op->path, op->at_flags);
+		break;
+	case IO_MKDIRAT:
+		io_uring_prep_mkdirat(sqe, op->fd, op->path, (mode_t)op->mode);
+		break;
+	case IO_SYMLINKAT:
+		io_uring_prep_symlinkat(sqe, op->path, op->fd, op->path2);
+		break;
+	case IO_LINKAT:
+		io_uring_prep_linkat(sqe, op->fd, op->path, op->fd_out,
+		                     op->path2, op->at_flags);
+		break;
+	case IO_RENAMEAT:
+		io_uring_prep_renameat(sqe, op->fd, op->path, op->fd_out,
+		                       op->path2, (unsigned)op->at_flags);
+		break;
+	case IO_CLOSE:
+		io_uring_prep_close(sqe, op->fd);
+		break;
 	case IO_FSYNC:
 		io_uring_prep_fsync(sqe, op->fd, 0);
 		break;
@@ -206,5 +262,6 @@ const struct io_backend uring_backend = {
     .reap = uring_reap,
     .in_flight = uring_in_flight,
     .runs_at_submit = uring_runs_at_submit,
+    .has = uring_has,
     .shutdown = uring_shutdown,
 };

@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h> /* renameat2 */
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -76,6 +78,8 @@ ssize_t io_run_now(struct io_op *op)
 	if (op->opcode == IO_WRITE || op->opcode == IO_WRITEV ||
 	    op->opcode == IO_COPY_RANGE)
 		return io_write_now(op);
+	if (op->opcode == IO_CLOSE) /* never again: see backend.h */
+		return close(op->fd) == 0 ? 0 : -errno;
 	do {
 		switch (op->opcode) {
 		case IO_READ:
@@ -92,6 +96,27 @@ ssize_t io_run_now(struct io_op *op)
 			    posix_fadvise(op->fd, (off_t)op->offset,
 			                  (off_t)op->len, POSIX_FADV_WILLNEED);
 			n = errno ? -1 : 0;
+			break;
+		case IO_STATX:
+			n = statx(op->fd, op->path, op->at_flags,
+			          STATX_BASIC_STATS, op->buf);
+			break;
+		case IO_UNLINKAT:
+			n = unlinkat(op->fd, op->path, op->at_flags);
+			break;
+		case IO_MKDIRAT:
+			n = mkdirat(op->fd, op->path, (mode_t)op->mode);
+			break;
+		case IO_SYMLINKAT:
+			n = symlinkat(op->path, op->fd, op->path2);
+			break;
+		case IO_LINKAT:
+			n = linkat(op->fd, op->path, op->fd_out, op->path2,
+			           op->at_flags);
+			break;
+		case IO_RENAMEAT:
+			n = renameat2(op->fd, op->path, op->fd_out, op->path2,
+			              (unsigned)op->at_flags);
 			break;
 		default:
 			errno = EINVAL;

@@ -72,13 +72,13 @@ static int handle_number(int idx)
 int process_extended_posix_rename(struct request *req)
 {
 	return path_pair_request(req, "process_extended_posix_rename",
-	                         "posix-rename", confine_rename);
+	                         "posix-rename", confine_rename, IO_RENAMEAT);
 }
 
 int process_extended_hardlink(struct request *req)
 {
 	return path_pair_request(req, "process_extended_hardlink", "hardlink",
-	                         confine_link);
+	                         confine_link, IO_LINKAT);
 }
 
 /* ---- statvfs, fstatvfs --------------------------------------------- */

@@ -267,13 +267,14 @@ int process_open(struct request *req)
 
 /* What CLOSE still does for a file with upload work (upload_pending: the
  * fsync of --fsync-on-close, the link of --atomic-uploads) once its handle
- * is out of the table: upload_finish and close(2) in a worker (close_call),
+ * is out of the table: upload_finish and close(2) in a worker
+ * (close_upload_call),
  * then, back in the loop, the transfer log's line, which says whether the
  * upload was finished (close_finish). */
 struct close_job {
 	struct upload *up;
 	int writable, failed;
-	int ran;         /* close_call ran (else close_finish cleans up) */
+	int ran; /* close_upload_call ran (else close_finish cleans up) */
 	struct handle h; /* the handle as it was, for the transfer log */
 };
 
@@ -321,11 +322,11 @@ static void log_close(int idx, const struct close_job *job)
 		logit("closedir \"%s\"", handle_name(idx));
 }
 
-/* CLOSE's close(2), in a worker thread: on network storage it waits
- * for the data to be written back. */
-static void close_call(struct io_op *op)
+/* CLOSE's closedir(3), in a worker thread (a file's close(2) is an
+ * IO_CLOSE, io.h): on network storage it may wait on the storage. */
+static void closedir_call(struct io_op *op)
 {
-	int rc = op->buf != NULL ? closedir(op->buf) : close(op->fd);
+	int rc = closedir(op->buf);
 
 	op->result = rc == 0 ? 0 : -errno;
 }
@@ -396,8 +397,12 @@ int process_close(struct request *req)
 		return HANDLER_DONE;
 	}
 	memset(&req->io, 0, sizeof(req->io));
-	req->io.opcode = IO_CALL;
-	req->io.call = job != NULL ? close_upload_call : close_call;
+	/* A file's close(2) is a metadata call: the ring's where the kernel
+	 * has IORING_OP_CLOSE, else a worker's (io.h). */
+	req->io.opcode = job == NULL && dirp == NULL ? IO_CLOSE : IO_CALL;
+	req->io.call = job != NULL    ? close_upload_call
+	               : dirp != NULL ? closedir_call
+	                              : NULL;
 	req->io.fd = fd;
 	req->io.buf = job != NULL ? (void *)job : (void *)dirp;
 	req->io.owner = req;
@@ -624,6 +629,10 @@ int process_fstat(struct request *req)
 	      idx);
 	if ((h = handle_get(idx, HANDLE_FILE)) == NULL) {
 		send_status(req, SSH2_FX_FAILURE);
+	} else if (req->via_ring) {
+		/* No CLOSE of it runs meanwhile (order.h). */
+		return ring_call(req, IO_STATX, h->fd, NULL, NULL,
+		                 AT_EMPTY_PATH, 0);
 	} else if (fstat(h->fd, &st) == -1) {
 		send_errno(req);
 	} else {

@@ -7,8 +7,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +27,57 @@
 #include "status.h"
 #include "upload.h"
 
+/* ---- calls made through the ring (req->via_ring, route.h) ------------ */
+
+/* The loop's part once the ring answered: the reply the handler gives
+ * from the same call's answer. */
+static void ring_result_finish(struct request *req)
+{
+	if (req->io.result < 0)
+		errno = (int)-req->io.result;
+	send_result(req, req->io.result < 0 ? -1 : 0);
+}
+
+static void ring_stat_finish(struct request *req)
+{
+	struct attrib a;
+
+	if (req->io.result < 0) {
+		errno = (int)-req->io.result;
+		send_errno(req);
+		return;
+	}
+	attrib_from_statx(&req->meta_stx, &a);
+	send_attrib(req, &a);
+}
+
+int ring_call(struct request *req, int opcode, int fd, char *path, char *path2,
+              int at_flags, mode_t mode)
+{
+	/* Nothing would resolve it beneath DIR (request_ring_op keeps
+	 * confined paths off the ring; tests/confine.sh checks this). */
+	if (path != NULL && confine_active())
+		fatal_exit(255, "request %u: a confined path for io_uring",
+		           req->id);
+	memset(&req->io, 0, sizeof(req->io));
+	req->io.opcode = (enum io_opcode)opcode;
+	req->io.fd = fd;
+	req->io.fd_out = AT_FDCWD;
+	req->meta_path[0] = path;
+	req->meta_path[1] = path2;
+	req->io.path = path != NULL ? path : ""; /* statx of fd itself */
+	req->io.path2 = path2;
+	req->io.at_flags = at_flags;
+	req->io.mode = mode;
+	req->io.buf = &req->meta_stx;
+	req->io.owner = req;
+	req->io_finish =
+	    opcode == IO_STATX ? ring_stat_finish : ring_result_finish;
+	return HANDLER_IO;
+}
+
+/* ---- the handlers ------------------------------------------------------ */
+
 static int do_stat(struct request *req, int follow)
 {
 	const char *op = follow ? "stat" : "lstat";
@@ -38,6 +91,9 @@ static int do_stat(struct request *req, int follow)
 		return rc;
 	debug3("request %u: %s", req->id, op);
 	verbose("%s name \"%s\"", op, name);
+	if (req->via_ring)
+		return ring_call(req, IO_STATX, AT_FDCWD, name, NULL,
+		                 follow ? 0 : AT_SYMLINK_NOFOLLOW, 0);
 	if (confine_active())
 		rc = confine_lstat(name, &st); /* any final link followed */
 	else
@@ -92,7 +148,7 @@ int process_setstat(struct request *req)
 /* REMOVE and RMDIR: one path, logged as "<op> name ...", answered with one
  * call's result. */
 static int path_request(struct request *req, const char *fn, const char *op,
-                        int (*call)(const char *))
+                        int (*call)(const char *), int at_flags)
 {
 	char *name;
 	int rc;
@@ -101,6 +157,9 @@ static int path_request(struct request *req, const char *fn, const char *op,
 		return rc;
 	debug3("request %u: %s", req->id, op);
 	logit("%s name \"%s\"", op, name);
+	if (req->via_ring)
+		return ring_call(req, IO_UNLINKAT, AT_FDCWD, name, NULL,
+		                 at_flags, 0);
 	send_result(req, call(name));
 	free(name);
 	return HANDLER_DONE;
@@ -108,7 +167,7 @@ static int path_request(struct request *req, const char *fn, const char *op,
 
 int process_remove(struct request *req)
 {
-	return path_request(req, "process_remove", "remove", confine_unlink);
+	return path_request(req, "process_remove", "remove", confine_unlink, 0);
 }
 
 int process_mkdir(struct request *req)
@@ -126,6 +185,9 @@ int process_mkdir(struct request *req)
 	    (a.flags & SSH2_FILEXFER_ATTR_PERMISSIONS) ? a.perm & 07777 : 0777;
 	debug3("request %u: mkdir", req->id);
 	logit("mkdir name \"%s\" mode 0%o", name, (unsigned)mode);
+	if (req->via_ring) /* no -M: one mkdir (request_ring_op) */
+		return ring_call(req, IO_MKDIRAT, AT_FDCWD, name, NULL, 0,
+		                 mode);
 	send_result(req, upload_mkdir(name, mode));
 	free(name);
 	return HANDLER_DONE;
@@ -133,7 +195,8 @@ int process_mkdir(struct request *req)
 
 int process_rmdir(struct request *req)
 {
-	return path_request(req, "process_rmdir", "rmdir", confine_rmdir);
+	return path_request(req, "process_rmdir", "rmdir", confine_rmdir,
+	                    AT_REMOVEDIR);
 }
 
 int process_realpath(struct request *req)
@@ -250,7 +313,7 @@ int process_readlink(struct request *req)
 }
 
 int path_pair_request(struct request *req, const char *fn, const char *op,
-                      int (*call)(const char *, const char *))
+                      int (*call)(const char *, const char *), int ring_op)
 {
 	char *oldpath, *newpath;
 	int rc;
@@ -259,6 +322,9 @@ int path_pair_request(struct request *req, const char *fn, const char *op,
 		return rc;
 	debug3("request %u: %s", req->id, op);
 	logit("%s old \"%s\" new \"%s\"", op, oldpath, newpath);
+	if (req->via_ring) /* symlinkat's fd is its second name's */
+		return ring_call(req, ring_op, AT_FDCWD, oldpath, newpath, 0,
+		                 0);
 	send_result(req, call(oldpath, newpath));
 	free(oldpath);
 	free(newpath);
@@ -271,5 +337,5 @@ int path_pair_request(struct request *req, const char *fn, const char *op,
 int process_symlink(struct request *req)
 {
 	return path_pair_request(req, "process_symlink", "symlink",
-	                         confine_symlink);
+	                         confine_symlink, IO_SYMLINKAT);
 }

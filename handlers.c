@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "handle.h"
 #include "handlers.h"
 #include "hash.h"
@@ -52,6 +53,8 @@ struct server srv;
  * cannot fail to parse). */
 #define ORDERED(cls, args, sh) .order = cls, .scope_args = args, .shape = sh
 #define HANDLE_ARG 1
+/* Its one system call can go to the ring: the io_opcode (backend.h). */
+#define RING_CALL(op) .has_ring_op = 1, .ring_op = op
 /* Runs in steps beside READs and WRITEs (check-file); reads only. */
 #define STEPPED_EXTENSION(e, v, n, f)                                          \
 	{                                                                      \
@@ -77,9 +80,10 @@ static const struct handler plain_handlers[] = {
     HANDLER(SSH2_FXP_READ, "read", 0, 1, process_read),
     HANDLER(SSH2_FXP_WRITE, "write", 1, 1, process_write),
     HANDLER_PATHS(SSH2_FXP_LSTAT, "lstat", 0, process_lstat, PATH_NOFOLLOW,
-                  PATH_FOLLOW, ORDERED(ORDER_PATH_READ, 0, "s")),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_READ, 0, "s"),
+                  RING_CALL(IO_STATX)),
     HANDLER(SSH2_FXP_FSTAT, "fstat", 0, 0, process_fstat,
-            ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
+            ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s"), RING_CALL(IO_STATX)),
     HANDLER(SSH2_FXP_SETSTAT, "setstat", 1, 0, process_setstat,
             ORDERED(ORDER_PATH_WRITE, 0, "sa")),
     HANDLER(SSH2_FXP_FSETSTAT, "fsetstat", 1, 0, process_fsetstat,
@@ -90,30 +94,33 @@ static const struct handler plain_handlers[] = {
     HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir,
             ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
     HANDLER_PATHS(SSH2_FXP_REMOVE, "remove", 1, process_remove, PATH_NOFOLLOW,
-                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s")),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s"),
+                  RING_CALL(IO_UNLINKAT)),
     HANDLER_PATHS(SSH2_FXP_MKDIR, "mkdir", 1, process_mkdir, PATH_NOFOLLOW,
-                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "sa")),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "sa"),
+                  RING_CALL(IO_MKDIRAT)),
     HANDLER_PATHS(SSH2_FXP_RMDIR, "rmdir", 1, process_rmdir, PATH_NOFOLLOW,
-                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s")),
+                  PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s"),
+                  RING_CALL(IO_UNLINKAT)),
     HANDLER_PATHS(SSH2_FXP_REALPATH, "realpath", 0, process_realpath,
                   PATH_NOT_RESOLVED, PATH_FOLLOW,
                   ORDERED(ORDER_PATH_READ, 0, "s")),
     HANDLER(SSH2_FXP_STAT, "stat", 0, 0, process_stat,
-            ORDERED(ORDER_PATH_READ, 0, "s")),
+            ORDERED(ORDER_PATH_READ, 0, "s"), RING_CALL(IO_STATX)),
     HANDLER_PATHS(SSH2_FXP_RENAME, "rename", 1, process_rename, PATH_NOFOLLOW,
                   PATH_NOFOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "ss")),
     HANDLER_PATHS(SSH2_FXP_READLINK, "readlink", 0, process_readlink,
                   PATH_NOFOLLOW, PATH_FOLLOW, ORDERED(ORDER_PATH_READ, 0, "s")),
     HANDLER_PATHS(SSH2_FXP_SYMLINK, "symlink", 1, process_symlink,
                   PATH_NOT_RESOLVED, PATH_NOFOLLOW,
-                  ORDERED(ORDER_PATH_WRITE, 0, "ss")),
+                  ORDERED(ORDER_PATH_WRITE, 0, "ss"), RING_CALL(IO_SYMLINKAT)),
 };
 
 /* Extensions, in the order VERSION advertises them. */
 static const struct handler ext_handlers[] = {
     EXTENSION_PATHS("posix-rename@openssh.com", "1", "posix-rename", 1,
                     process_extended_posix_rename, PATH_NOFOLLOW, PATH_NOFOLLOW,
-                    ORDERED(ORDER_PATH_WRITE, 0, "ss")),
+                    ORDERED(ORDER_PATH_WRITE, 0, "ss"), RING_CALL(IO_RENAMEAT)),
     EXTENSION("statvfs@openssh.com", "2", "statvfs", 0,
               process_extended_statvfs, ORDERED(ORDER_PATH_READ, 0, "s")),
     EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
@@ -121,7 +128,7 @@ static const struct handler ext_handlers[] = {
               ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
     EXTENSION_PATHS("hardlink@openssh.com", "1", "hardlink", 1,
                     process_extended_hardlink, PATH_NOFOLLOW, PATH_NOFOLLOW,
-                    ORDERED(ORDER_PATH_WRITE, 0, "ss")),
+                    ORDERED(ORDER_PATH_WRITE, 0, "ss"), RING_CALL(IO_LINKAT)),
     EXTENSION("fsync@openssh.com", "1", "fsync", 1, process_extended_fsync,
               ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, NULL)),
     EXTENSION_PATHS("lsetstat@openssh.com", "1", "lsetstat", 1,
@@ -307,6 +314,21 @@ static int fields_of(const struct request *req, struct rbuf *r)
 	    rbuf_get_string(r, &name, &len) != BUF_OK)
 		return -1;
 	return 0;
+}
+
+int request_ring_op(const struct request *req)
+{
+	const struct handler *h = req->handler;
+
+	if (h == NULL || !h->has_ring_op)
+		return -1;
+	/* A path under --confine is resolved call by call (confine.c); a
+	 * handle's descriptor is not. */
+	if (confine_active() && h->scope_args != HANDLE_ARG)
+		return -1;
+	if (h->ring_op == IO_MKDIRAT && !upload_mkdir_one_call())
+		return -1;
+	return h->ring_op;
 }
 
 int request_timed(const struct request *req)

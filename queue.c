@@ -23,6 +23,7 @@
 #include "order.h"
 #include "output.h"
 #include "queue.h"
+#include "route.h"
 
 static struct queue_limits limits;
 static struct request *head, *tail;
@@ -267,7 +268,7 @@ static int start_one(struct request *req)
 {
 	struct write_run *joining;
 	int64_t t0;
-	int rc;
+	int rc, slow;
 
 	if (req->state == REQ_WAITING) {
 		/* What it acts on is known before it runs, but for READ and
@@ -283,14 +284,29 @@ static int start_one(struct request *req)
 		/* An OPEN's handle is numbered now, in arrival order. */
 		if (req->scope.opens_handle)
 			req->reserved_handle = handle_reserve();
-		if (!request_is_io(req) && request_offloadable(req) &&
-		    latency_storage_slow() && offload(req) == 0)
-			return 1;
+		/* Where it runs (route.h): on slow storage its one call in
+		 * the ring, or the whole handler in a worker. */
+		slow = !request_is_io(req) && latency_storage_slow();
+		if (slow)
+			switch (
+			    route_request(request_offloadable(req), slow,
+			                  io_ring_has(request_ring_op(req)))) {
+			case ROUTE_RING:
+				req->via_ring = 1;
+				break;
+			case ROUTE_WORKER:
+				if (offload(req) == 0)
+					return 1;
+				break;
+			case ROUTE_LOOP:
+				break;
+			}
 		t0 = monotonic_ns();
 		rc = start_logged(req);
 		/* Metadata (what a worker might run) is timed: is the storage
-		 * slow? */
-		if (!request_is_io(req) && request_timed(req))
+		 * slow?  Not when its call went to the ring (io.c times that
+		 * one). */
+		if (!request_is_io(req) && request_timed(req) && !req->via_ring)
 			latency_note(monotonic_ns() - t0);
 		if (rc == HANDLER_PARSE_ERROR) {
 			stop_at(req);

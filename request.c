@@ -102,6 +102,9 @@ void request_free(struct request *req)
 	if (req->opened_dir != NULL)
 		closedir(req->opened_dir);
 	free(req->opened_name);
+	free(req->meta_path[0]);
+	free(req->meta_path[1]);
+	req->meta_path[0] = req->meta_path[1] = NULL;
 	upload_discard(req->opened_upload);
 	req->opened_upload = NULL;
 	handle_unreserve(req->reserved_handle);

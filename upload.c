@@ -657,6 +657,11 @@ int upload_mkdir(const char *path, mode_t mode)
 	return -1;
 }
 
+int upload_mkdir_one_call(void)
+{
+	return srv.opt.dir_mode < 0;
+}
+
 int upload_modes_forced(void)
 {
 	return srv.opt.file_mode >= 0 || srv.opt.dir_mode >= 0;

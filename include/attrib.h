@@ -28,6 +28,9 @@ int attrib_decode(struct rbuf *r, struct attrib *a);
 int attrib_encode(struct wbuf *w, const struct attrib *a);
 /* flags = SIZE|UIDGID|PERMISSIONS|ACMODTIME, perm = full st_mode. */
 void attrib_from_stat(const struct stat *st, struct attrib *a);
+/* The same from statx(2)'s answer (a call made through the ring). */
+struct statx;
+void attrib_from_statx(const struct statx *stx, struct attrib *a);
 
 /* OpenSSH's ls_file(name, st, 0, 0): strmode, links, user, group, size,
  * date, name.  now decides between "%b %e %H:%M" and "%b %e  %Y".

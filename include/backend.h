@@ -6,8 +6,9 @@
  * merged runs, fsync, check-file's reads, copy-data's copy_file_range,
  * and read-ahead hints.  Not through it: the POSIX_FADV_SEQUENTIAL hint
  * at OPEN and cachestat (readahead.c), metadata calls (fstat, ftruncate,
- * readdir and the like, in the handlers), and writes to stdout
- * (output.c). */
+ * readdir and the like, in the handlers) but the few a request on slow
+ * storage gives io_uring (the metadata opcodes below, io.h), and writes
+ * to stdout (output.c). */
 #ifndef BACKEND_H
 #define BACKEND_H
 
@@ -30,8 +31,27 @@ enum io_opcode {
 	IO_FSYNC,
 	IO_READAHEAD,
 	IO_COPY_RANGE,
-	IO_CALL /* call(op) in a worker thread (workers.h) */
+	IO_CALL, /* call(op) in a worker thread (workers.h) */
+	/* Metadata calls, one system call each (io.h says where they run):
+	 * statx(fd, path, at_flags, buf: a struct statx), unlinkat(fd, path,
+	 * at_flags), mkdirat(fd, path, mode), symlinkat(path, fd, path2),
+	 * linkat(fd, path, fd_out, path2, at_flags), renameat2(fd, path,
+	 * fd_out, path2, at_flags) and close(fd). */
+	IO_STATX,
+	IO_UNLINKAT,
+	IO_MKDIRAT,
+	IO_SYMLINKAT,
+	IO_LINKAT,
+	IO_RENAMEAT,
+	IO_CLOSE,
+	IO_OPCODES /* how many there are */
 };
+
+/* One of the metadata calls above? */
+static inline int io_is_meta(int opcode)
+{
+	return opcode >= IO_STATX && opcode < IO_OPCODES;
+}
 
 /* An offset for IO_READ, IO_WRITE and IO_WRITEV meaning "none": the
  * descriptor's own position is used, as read(2) and write(2) use it.  For
@@ -58,6 +78,17 @@ struct io_op {
 	/* IO_CALL: the work, run in a worker thread; it sets result. */
 	void (*call)(struct io_op *op);
 	ssize_t result; /* bytes moved, or -errno */
+	/* The metadata calls' names and flags (see enum io_opcode). */
+	const char *path, *path2;
+	int at_flags;
+	unsigned mode;
+	/* io.c's, for the metadata calls: when it was submitted, whether
+	 * a worker makes it, what the ring answered when a worker makes it
+	 * again (0: it did not), and the done that io.c's own goes on to. */
+	int64_t submitted_ns;
+	int meta_in_worker;
+	ssize_t ring_result;
+	void (*meta_then)(struct io_op *op);
 	/* Called by whoever reaps the completion (the event loop). */
 	void (*done)(struct io_op *op);
 	void *owner;        /* the submitter's, untouched by the back end */
@@ -92,6 +123,9 @@ struct io_backend {
 	/* Does submit run op itself, in the caller's thread (so that it
 	 * may wait on slow storage there)?  NULL: never. */
 	int (*runs_at_submit)(const struct io_op *op);
+	/* Can it run this metadata opcode (io_is_meta) itself?  NULL:
+	 * none (the workers make those calls: io.c). */
+	int (*has)(int opcode);
 	void (*shutdown)(void);
 };
 
@@ -118,7 +152,8 @@ extern const struct io_backend *backend;
 int backend_start(enum backend_choice choice, unsigned depth);
 
 /* Any operation but IO_CALL now, with one system call (retried on
- * EINTR): bytes moved, 0, or -errno. */
+ * EINTR, but for IO_CLOSE: the descriptor is gone either way): bytes
+ * moved, 0 (a descriptor for none of them), or -errno. */
 ssize_t io_run_now(struct io_op *op);
 /* IO_WRITE, IO_WRITEV (op->iov) or IO_COPY_RANGE now, with one system
  * call (retried on EINTR): bytes written or -errno.  Both back ends do

@@ -34,6 +34,11 @@ struct handler {
 	uint8_t order;
 	uint8_t scope_args;
 	const char *shape;
+	/* Its handler can make its one system call through the ring
+	 * (req->via_ring): has_ring_op, and ring_op that call's enum
+	 * io_opcode (backend.h). */
+	uint8_t has_ring_op;
+	uint8_t ring_op;
 };
 
 /* Run one request: INIT, the before-init check, EXTENDED name look-up,
@@ -43,6 +48,11 @@ int request_start(struct request *req);
 int request_is_io(const struct request *req);
 /* Its fields are well formed and a worker thread may run its handler. */
 int request_offloadable(const struct request *req);
+/* The metadata opcode (backend.h) of the one system call its handler
+ * would give the ring (req->via_ring), or -1 when it has none or makes
+ * more calls here: a path under --confine (resolved call by call,
+ * confine.c), MKDIR with -M (upload.c). */
+int request_ring_op(const struct request *req);
 /* Does its run in the loop say how slow the storage is (latency.h)?  Not
  * a READDIR's: many lookups, the first of which listing.c times. */
 int request_timed(const struct request *req);
@@ -89,7 +99,16 @@ int setstat_request(struct request *req, const char *fn, enum setstat_target t);
 /* SYMLINK, posix-rename and hardlink: two paths, logged as OpenSSH logs
  * them ("<op> old ... new ..."), answered with one call's result. */
 int path_pair_request(struct request *req, const char *fn, const char *op,
-                      int (*call)(const char *, const char *));
+                      int (*call)(const char *, const char *), int ring_op);
+
+/* A handler whose one system call goes to the ring (req->via_ring, set
+ * by the queue: route.h): req->io set up for it (an io_opcode of
+ * backend.h's metadata calls) and the reply built from its answer, as the
+ * handler builds it from the call's.  Takes path and path2 (allocated,
+ * or NULL: for IO_STATX, "" with AT_EMPTY_PATH, fd itself).  Returns
+ * HANDLER_IO. */
+int ring_call(struct request *req, int opcode, int fd, char *path, char *path2,
+              int at_flags, mode_t mode);
 
 /* Handlers by module. */
 int process_open(struct request *req);

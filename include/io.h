@@ -10,9 +10,23 @@
 
 #include "backend.h"
 
-/* Submit op: IO_CALL to a worker thread (workers.h), anything else to the
- * back end.  0 or -errno (-EBUSY: the back end is full). */
+/* Submit op: IO_CALL to a worker thread (workers.h); a metadata call
+ * (io_is_meta) to the ring when io_ring_has it, else to a worker; anything
+ * else to the back end.  0 or -errno (-EBUSY: the back end is full).
+ *
+ * A metadata call's completion from the ring that is no answer (route.h,
+ * ring_answer: EAGAIN, EINTR, ECANCELED; EINVAL and EOPNOTSUPP, which may
+ * be io_uring refusing the operation) is not passed on: a worker makes
+ * the call again and its answer is.  Where the two differ, io_uring
+ * refused the operation: it is not used again (logged once, at VERBOSE).
+ * This check is io.c's own done callback, which then calls the owner's,
+ * so it holds whoever reaps the completion (io_reap_ready, io_sync).
+ * Metadata calls but close are timed from submission to answer
+ * (latency.h). */
 int io_submit(struct io_op *op);
+/* Does the back end run this metadata opcode itself (io_uring, and not
+ * refused at run time)? */
+int io_ring_has(int opcode);
 /* Reap what has finished (without waiting) and call each done callback.
  * Returns the number reaped, or -errno. */
 int io_reap_ready(void);

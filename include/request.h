@@ -107,6 +107,14 @@ struct request {
 	int opened_pseudo; /* on /proc, /sys and the like (pseudo_fs) */
 	struct upload *opened_upload; /* what its CLOSE must do (upload.h) */
 
+	/* A request whose one system call goes to the ring (route.h,
+	 * ROUTE_RING): its handler sets req->io up for that call instead of
+	 * making it, and io_finish answers.  The names and the statx buffer
+	 * the call uses live here until it is answered. */
+	int via_ring;
+	char *meta_path[2];
+	struct statx meta_stx;
+
 	/* What it acts on, for the ordering rule (request_scope). */
 	struct order_scope scope;
 

@@ -79,6 +79,9 @@ int upload_names_file(const struct upload *up);
 /* MKDIR: mkdir(2) of a client's path (through confine_mkdir), then -M's
  * mode exactly.  -1 with errno set on failure (nothing is left then). */
 int upload_mkdir(const char *path, mode_t mode);
+/* Is upload_mkdir one mkdir(2) of (path, mode), so that the ring may make
+ * it (no -M: see route.h)? */
+int upload_mkdir_one_call(void);
 /* Are permission changes (SETSTAT, FSETSTAT, lsetstat) of a file of this
  * type (st_mode) ignored, because -m or -M forces its mode?  Then *forced
  * is that mode. */

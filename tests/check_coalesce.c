@@ -138,8 +138,8 @@ static void rec_shutdown(void)
 }
 
 static const struct io_backend rec_backend = {
-    "recording", rec_init,      rec_submit, rec_flush,    rec_completion_fd,
-    rec_reap,    rec_in_flight, NULL,       rec_shutdown,
+    "recording", rec_init,      rec_submit, rec_flush, rec_completion_fd,
+    rec_reap,    rec_in_flight, NULL,       NULL,      rec_shutdown,
 };
 
 /* ---- requests ---- */

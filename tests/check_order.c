@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: ISC
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the ordering rule (order.c) and of the decisions that put
- * work on worker threads: how slow storage is judged (latency.c) and how
- * many threads help a READDIR (listing.c). */
+ * work on worker threads: how slow storage is judged (latency.c), how
+ * many threads help a READDIR (listing.c), and where a request runs and
+ * what an io_uring metadata call's answer is (route.c). */
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -13,6 +15,7 @@
 #include "latency.h"
 #include "listing.h"
 #include "order.h"
+#include "route.h"
 
 static struct order_scope scope(enum order_class cls, int handle)
 {
@@ -170,6 +173,50 @@ START_TEST(test_listing_helpers)
 }
 END_TEST
 
+START_TEST(test_route)
+{
+	int off, ring;
+
+	/* Fast storage: the loop, whatever else holds. */
+	for (off = 0; off < 2; off++)
+		for (ring = 0; ring < 2; ring++)
+			ck_assert_int_eq(route_request(off, 0, ring),
+			                 ROUTE_LOOP);
+	/* A handler no worker may run (a field malformed, before INIT)
+	 * runs in the loop, ring or not. */
+	ck_assert_int_eq(route_request(0, 1, 1), ROUTE_LOOP);
+	ck_assert_int_eq(route_request(1, 1, 0), ROUTE_WORKER);
+	ck_assert_int_eq(route_request(1, 1, 1), ROUTE_RING);
+}
+END_TEST
+
+START_TEST(test_ring_answer)
+{
+	/* Answers. */
+	ck_assert_int_eq(ring_answer(0, 0), RING_FINAL);
+	ck_assert_int_eq(ring_answer(0, 7), RING_FINAL);
+	ck_assert_int_eq(ring_answer(0, -ENOENT), RING_FINAL);
+	ck_assert_int_eq(ring_answer(0, -EACCES), RING_FINAL);
+	ck_assert_int_eq(ring_answer(0, -EEXIST), RING_FINAL);
+	/* Not answers: made again in a worker. */
+	ck_assert_int_eq(ring_answer(0, -EAGAIN), RING_AGAIN);
+	ck_assert_int_eq(ring_answer(0, -EINTR), RING_AGAIN);
+	ck_assert_int_eq(ring_answer(0, -ECANCELED), RING_AGAIN);
+	/* Maybe io_uring's refusal: made again and compared. */
+	ck_assert_int_eq(ring_answer(0, -EINVAL), RING_CHECK);
+	ck_assert_int_eq(ring_answer(0, -EOPNOTSUPP), RING_CHECK);
+	/* A close is never made twice. */
+	ck_assert_int_eq(ring_answer(1, -EINTR), RING_FINAL);
+	ck_assert_int_eq(ring_answer(1, -EINVAL), RING_FINAL);
+	ck_assert_int_eq(ring_answer(1, -ECANCELED), RING_FINAL);
+	/* The plain call agrees: the call's own EINVAL (a rename into
+	 * itself); it does not: io_uring refused the operation. */
+	ck_assert_int_eq(ring_refused(-EINVAL, -EINVAL), 0);
+	ck_assert_int_eq(ring_refused(-EINVAL, 0), 1);
+	ck_assert_int_eq(ring_refused(-EOPNOTSUPP, -ENOENT), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("order");
@@ -183,6 +230,8 @@ int main(void)
 	tcase_add_test(tc, test_handles_and_io);
 	tcase_add_test(tc, test_latency_decision);
 	tcase_add_test(tc, test_listing_helpers);
+	tcase_add_test(tc, test_route);
+	tcase_add_test(tc, test_ring_answer);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -171,8 +171,8 @@ static void fake_shutdown(void)
 }
 
 static const struct io_backend fake_backend = {
-    "fake",    fake_init,      fake_submit, fake_flush,    fake_completion_fd,
-    fake_reap, fake_in_flight, NULL,        fake_shutdown,
+    "fake",    fake_init,      fake_submit, fake_flush, fake_completion_fd,
+    fake_reap, fake_in_flight, NULL,        NULL,       fake_shutdown,
 };
 
 /* ---- requests and the model ---- */

@@ -145,8 +145,8 @@ static void hold_shutdown(void)
 }
 
 static const struct io_backend hold_backend = {
-    "hold",    hold_init,      hold_submit, hold_flush,    hold_fd,
-    hold_reap, hold_in_flight, NULL,        hold_shutdown,
+    "hold",    hold_init,      hold_submit, hold_flush, hold_fd,
+    hold_reap, hold_in_flight, NULL,        NULL,       hold_shutdown,
 };
 
 START_TEST(test_hint_after_close_keeps_its_file)

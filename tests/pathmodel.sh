@@ -68,7 +68,8 @@ done
 
 # The same on slow storage: the trees on a FUSE passthrough that adds
 # 300 us to every call, so that the server runs requests in its worker
-# threads (latency.h), several at once, as on network storage.  Against
+# threads and (on io_uring) gives their calls to the ring (latency.h,
+# route.h), several at once, as on network storage.  Against
 # itself only: the FUSE kernel client's attribute cache makes some
 # answers there depend on timing, whichever server asks.
 if [ "$selftest_ok" = 1 ] && ! is_openssh_server; then
@@ -77,14 +78,34 @@ if [ "$selftest_ok" = 1 ] && ! is_openssh_server; then
 	elif mkdir -p "$WORK/slow-src" "$WORK/slow" &&
 		"$FUSEPASS" -o hard_remove,delay_us=300 "$WORK/slow-src" "$WORK/slow"; then
 		echo "=== slow storage: $SERVER $selftest_args, 300 us per call"
+		# Its debug lines kept: on io_uring the calls io_uring has
+		# must have gone to the ring (io.c logs each at DEBUG3).
+		slow_log=$WORK/slow-server.log
+		: >"$slow_log"
+		printf '#!/bin/sh\nexec %q "$@" -e -l DEBUG3 2>>%q\n' \
+			"$SERVER" "$slow_log" >"$WORK/slow-server"
+		chmod +x "$WORK/slow-server"
 		run_counted "pathmodel.py (slow storage)" "$WORK/out.slow" \
-			"$PYTHON3" "$TESTS_DIR/pathmodel.py" --server "$SERVER" \
+			"$PYTHON3" "$TESTS_DIR/pathmodel.py" \
+			--server "$WORK/slow-server" \
 			--server-args="$selftest_args" --label=slow \
 			--workdir="$WORK/slow" \
 			--seeds="${PATHMODEL_SLOW_SEEDS:-10}" \
 			--seed-base="${MODEL_SEED_BASE:-1}" \
 			--ops="${PATHMODEL_OPS:-300}"
 		umount "$WORK/slow" 2>/dev/null || umount -l "$WORK/slow"
+		if ! grep -q 'using plain system calls' "$slow_log" &&
+			! [[ " $selftest_args " == *" --backend=plain "* ]]; then
+			for op in STATX UNLINKAT MKDIRAT SYMLINKAT LINKAT \
+				RENAMEAT CLOSE; do
+				n=$(grep -c "io_uring: $op\b" "$slow_log" || true)
+				if [ "$n" = 0 ]; then
+					fail "slow storage: no $op through io_uring"
+				else
+					pass "slow storage: $n calls of $op through io_uring"
+				fi
+			done
+		fi
 	else
 		skip_part "slow storage: $FUSEPASS would not mount"
 	fi
