@@ -1,14 +1,22 @@
 #!/bin/bash
 # sshfs-tree.sh: `ls -lR` and `find -ls` of a tree through an sshfs mount,
 # our server against OpenSSH's, on storage with DELAY_US per call (the FUSE
-# passthrough tests/fusepass).  Called by compare.sh (SSHFS_TREE=none skips
-# it); needs root (mounts), sshfs and a built tests/fusepass.
+# passthrough tests/fusepass); `find` alone (names only: READDIRs, no
+# LSTAT) shows what the listing part costs.  Called by compare.sh
+# (SSHFS_TREE=none skips it); needs root (mounts), sshfs and a built
+# tests/fusepass.
 #
 # The tree (DIRS directories of FILES files of 100 bytes) is made once in
-# the passthrough's backing directory.  Every timed command runs cold: the
-# passthrough and sshfs (-o cache=no, its default max_conns) are mounted
-# afresh before it and unmounted after, so no kernel or sshfs cache holds
-# an entry or attribute.  sshfs starts the server itself, without ssh,
+# the passthrough's backing directory.  sshfs is mounted afresh for every
+# timed command (-o cache=no: SSHFS_CACHE; its default max_conns) and the
+# passthrough is either mounted afresh too ("nothing cached": the kernel
+# knows no entry of it) or stays mounted with every entry known to the
+# kernel and the run starts after their entry and attribute timeouts (1 s)
+# have passed ("cached entries expired"): each call still waits DELAY_US,
+# as on network storage that revalidates what it has seen.  On a FUSE
+# mount the kernel looks up names it does not know one at a time per
+# directory (see the README's Benchmarks), so "nothing cached" measures
+# that, whatever the server.  sshfs starts the server itself, without ssh,
 # through a wrapper (-o ssh_command) that runs it as RUN_AS (default
 # nobody) with setpriv, as compare.py does: no crypto, only the servers
 # differ.  Rounds rotate the server order; medians.  The table (markdown)
@@ -18,9 +26,11 @@
 #   (./uring-sftp-server), OURS_ARGS (--backend=uring), OPENSSH
 #   (/usr/lib/openssh/sftp-server), FUSEPASS (tests/fusepass of the build),
 #   RUN_AS (nobody), BENCH_OUT (bench/out), BENCH_TMPDIR (/var/tmp),
-#   TRACE=1 also runs each command once more per server with the server's
-#   debug log (READDIR and LSTAT requests and how many were in flight at
-#   once) and `strace -f -c` of sshfs, in $BENCH_OUT/sshfs-tree-trace/.
+#   SSHFS_CACHE (no), TRACE=1: then ls -lR once more per server and mode
+#   with the server's debug log (which requests sshfs sent, and how many
+#   were in flight at once) and `strace -f -c` of sshfs and the server it
+#   starts, in
+#   $BENCH_OUT/sshfs-tree-trace/.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -113,6 +123,7 @@ run() {
 	case $1 in
 	lslR) ls -lR "$MNT" >"$WORK/out" ;;
 	findls) find "$MNT" -ls >"$WORK/out" ;;
+	find) find "$MNT" >"$WORK/out" ;;
 	esac
 }
 
@@ -137,7 +148,7 @@ timed() {
 	[ "$3" = fresh ] && umount "$SLOW"
 	case $2 in
 	lslR) n=$(grep -c '^[-d]' "$WORK/out") ;;
-	findls) n=$(grep -c . "$WORK/out") ;;
+	*) n=$(grep -c . "$WORK/out") ;;
 	esac
 	# ls -lR's lines: every file and directory, less the top
 	if [ "$n" != "$want" ] && [ "$n" != "$((want - 1))" ]; then
@@ -150,13 +161,15 @@ timed() {
 declare -A T
 servers=(openssh ours)
 modes=(fresh expired)
+# find: names only (READDIR, no LSTAT), what the other two cost at least
+cmds=(lslR findls find)
 for mode in "${modes[@]}"; do
 	if [ "$mode" = expired ]; then
 		mount_slow
 		find "$SLOW/tree" -ls >/dev/null
 	fi
 	for r in $(seq 1 "$ROUNDS"); do
-		for what in lslR findls; do
+		for what in "${cmds[@]}"; do
 			for k in $(seq 0 $((${#servers[@]} - 1))); do
 				s=${servers[$(((k + r) % ${#servers[@]}))]}
 				t=$(timed "$s" "$what" "$mode")
@@ -177,6 +190,7 @@ title() {
 	case $1 in
 	lslR) printf "sshfs \`ls -lR\`" ;;
 	findls) printf "sshfs \`find -ls\`" ;;
+	find) printf "sshfs \`find\` (names only)" ;;
 	esac
 	printf ' of %d dirs x %d files, %d us per call (FUSE), ' "$DIRS" \
 		"$FILES" "$DELAY_US"
@@ -190,7 +204,7 @@ title() {
 	echo "| scenario | OpenSSH s | ours s | ratio (rounds) |"
 	echo "|---|---:|---:|---:|"
 	for mode in "${modes[@]}"; do
-		for what in lslR findls; do
+		for what in "${cmds[@]}"; do
 			key=$what.$mode
 			o=$(echo "${T[openssh.$key]}" | median)
 			u=$(echo "${T[ours.$key]}" | median)
@@ -213,7 +227,7 @@ title() {
 # One more run of ls -lR per server and mode, traced: the server's debug
 # log (which requests came, and how many our server had begun and not yet
 # answered at once: OpenSSH's reads one request at a time) and strace -f -c
-# of sshfs.
+# of sshfs and the server it starts.
 tr=$BENCH_OUT/sshfs-tree-trace
 mkdir -p "$tr"
 for mode in "${modes[@]}"; do
