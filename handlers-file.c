@@ -37,9 +37,11 @@
 #include "upload.h"
 
 /* READDIR sends at most this many names per reply (OpenSSH: 100), and
- * stops adding names once the reply is about this long: every client
- * takes packets of 64 KiB (libssh2, paramiko, sshfs, lftp, OpenSSH and
- * rclone take 256 KiB).  Fewer, longer replies are fewer round trips. */
+ * stops adding names once the reply is about this long, which comes first
+ * (549 names of 8 bytes): every client takes packets of 64 KiB
+ * (libssh2, paramiko, sshfs, lftp, OpenSSH and rclone take 256 KiB;
+ * tests/sshd-test.sh lists 3005 entries through each).  Fewer, longer
+ * replies are fewer round trips. */
 #define READDIR_BATCH 1024
 #define READDIR_REPLY_BYTES (60 * 1024)
 /* DATA reply header: length, type, id, data length. */

@@ -2,7 +2,9 @@
 # compare.sh: what `make bench` runs. Compares ./uring-sftp-server with
 # OpenSSH's sftp-server (and gesftpserver when installed), one session at a
 # time (compare.py), then with many sessions at once (sessions.py; skipped
-# with SESSIONS=none); see README.md here for the environment variables.
+# with SESSIONS=none), then ls -lR and find -ls through sshfs on slow
+# storage (sshfs-tree.sh; skipped with SSHFS_TREE=none); see README.md here
+# for the environment variables.
 # Builds the load client when run outside make.
 set -eu
 
@@ -36,5 +38,12 @@ fi
 rm -f "$stamp"
 if [ "${SESSIONS:-}" != none ]; then
 	/usr/bin/python3 "$here/sessions.py" || status=$?
+fi
+# ls -lR and find -ls through sshfs on slow storage (SSHFS_TREE=none skips
+# it; its own ROUNDS default, 3, unless SSHFS_TREE_ROUNDS is set).
+if [ "${SSHFS_TREE:-}" != none ]; then
+	BENCH_OUT=$out ROUNDS=${SSHFS_TREE_ROUNDS:-3} \
+		SERVER=${SERVER:-$here/../uring-sftp-server} \
+		"$here/sshfs-tree.sh" || status=$?
 fi
 exit "$status"

@@ -6,7 +6,16 @@
 # sftp and scp, paramiko and lftp.  Files are compared byte for byte.  sshd
 # is started and stopped by its pid, once per backend pass.  sshd discards
 # a subsystem's stderr, so the Subsystem line (run by the user's shell)
-# sends the server's -e log to a file.
+# sends the server's -e log to a file; its level and file are read from
+# $WORK/log-level and $WORK/log-to when a session starts.
+#
+# Then the long listing: one directory of 3000 entries with names of 1 to
+# 255 bytes (some UTF-8), listed by every client the README names (sftp's
+# ls -1 and ls -l, paramiko, lftp's cls and ls, rclone lsf, curl -l through
+# libssh2, and an sshfs mount read by ls -f and find); each output must
+# hold every name exactly once and nothing else, and the server's debug log
+# of each client's session must show replies of more than 100 names
+# (OpenSSH's server sends 100).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -45,7 +54,6 @@ SSHD_PID=
 
 # start_sshd PASS ARGS: write the config, start sshd, wait for the port.
 start_sshd() {
-	SSHD_PASS=$1
 	SSHD_PASS_ARGS=$2
 	launch_sshd "$1"
 }
@@ -56,8 +64,15 @@ AuthorizedKeysFile $WORK/authorized_keys
 PermitRootLogin prohibit-password
 MaxStartups 100
 LogLevel INFO
-Subsystem sftp $SERVER $SSHD_PASS_ARGS -e -l INFO 2>>$WORK/server.$SSHD_PASS.log
+Subsystem sftp $SERVER $SSHD_PASS_ARGS -e -l \$(cat $WORK/log-level) 2>>\$(cat $WORK/log-to)
 EOF
+}
+
+# log_to FILE [LEVEL]: the sessions that start from now on log to FILE at
+# LEVEL (default INFO).
+log_to() {
+	echo "$1" >"$WORK/log-to"
+	echo "${2:-INFO}" >"$WORK/log-level"
 }
 
 stop_sshd() {
@@ -212,6 +227,205 @@ rm lftp-empty; \
 ls" >"$P/lftp.out" 2>"$P/lftp.log"
 }
 
+# ---------------------------------------------------- the long listing
+# 3000 entries made once ($LD), the names in $WORK/listing.names: a fifth
+# of them 200 to 255 bytes long (ASCII, Latin-1 letters, Cyrillic, CJK),
+# some short UTF-8 ones, the rest short ASCII (some with a space), and 5
+# directories.  Each reply but the last stops at the 60 KiB bound, with
+# 100 to 600 names.
+LD=$WORK/listing
+"$PYTHON3" - "$LD" "$WORK/listing.names" <<'EOF'
+import os, sys
+d, out = sys.argv[1:]
+os.mkdir(d)
+longs = ["x", "\u00e9", "\u0436", "\u65e5\u672c", "\u00fc\u00df"]
+shorts = ["\u00f1", "\u0444\u0430\u0439\u043b", "\u6587\u4ef6",
+          "\u00c5ngstr\u00f6m", "\u263a"]
+names = []
+for i in range(3000):
+    if i % 5 == 0:
+        n = "long-%05d-" % i
+        unit = longs[i // 5 % len(longs)]
+        limit = 200 + i % 56
+        while len((n + unit).encode()) <= limit:
+            n += unit
+    elif i % 5 == 1:
+        n = "%s-%d" % (shorts[i // 5 % len(shorts)], i)
+    elif i % 10 == 2:
+        n = "a b%d" % i
+    else:
+        n = "f%d" % i
+    names.append(n)
+for i in range(5):
+    names.append("dir-%d" % i)
+for n in names:
+    if n.startswith("dir-"):
+        os.mkdir(os.path.join(d, n))
+    else:
+        open(os.path.join(d, n), "w").close()
+assert max(len(n.encode()) for n in names) == 255
+with open(out, "w", encoding="utf-8") as f:
+    f.write("".join(n + "\n" for n in names))
+EOF
+
+# same_names WHAT FILE [long]: FILE (a client's output, one entry a line)
+# names every entry of $LD exactly once and nothing else; "." and ".."
+# are dropped, and so is a "/" at the end of a line (names have none);
+# with "long", each line is an ls -l line whose name is the 9th field on.
+same_names() {
+	"$PYTHON3" - "$WORK/listing.names" "$2" "${3:-}" <<'EOF'
+import collections, sys
+want_f, got_f, mode = sys.argv[1:]
+with open(want_f, "rb") as f:
+    want = f.read().split(b"\n")[:-1]
+got = []
+with open(got_f, "rb") as f:
+    for line in f.read().split(b"\n"):
+        line = line.rstrip(b"\r")
+        if not line or line.startswith(b"sftp> "):
+            continue
+        if mode == "long":
+            fields = line.split(None, 8)
+            if len(fields) < 9:
+                print("  not an ls -l line: %r" % line[:80])
+                sys.exit(1)
+            line = fields[8]
+        line = line[:-1] if line.endswith(b"/") else line
+        if line not in (b".", b".."):
+            got.append(line)
+c = collections.Counter(got)
+twice = [n for n, k in c.items() if k > 1]
+missing = set(want) - set(c)
+invented = set(c) - set(want)
+for what, v in (("more than once", twice), ("missing", missing),
+                ("not in the directory", invented)):
+    if v:
+        print("  %d names %s, e.g. %r" % (len(v), what, sorted(v)[:3]))
+print("  %d names listed" % len(got))
+sys.exit(1 if twice or missing or invented else 0)
+EOF
+}
+
+# long_replies LOG: the server's debug log LOG shows READDIR replies of
+# more than 100 names; prints how many names each reply held.
+long_replies() {
+	local counts
+	counts=$(tr -d '\r' <"$1" |
+		sed -n 's/.*: sent names count \([0-9]*\)$/\1/p' | tr '\n' ' ')
+	echo "  names per reply: ${counts:-none}"
+	[ -n "$counts" ] && [ "$(echo "$counts" | tr ' ' '\n' | sort -n | tail -n 1)" -gt 100 ]
+}
+
+# list_with CLIENT COMMAND...: run COMMAND (which lists $LD to
+# $P/list-CLIENT.out) in a UTF-8 locale with the server logging at DEBUG1
+# to $P/list-CLIENT.log.
+list_with() {
+	local c=$1 rc=0
+	shift
+	log_to "$P/list-$c.log" DEBUG1
+	LC_ALL=C.UTF-8 "$@" >"$P/list-$c.out" 2>"$P/list-$c.err" || rc=$?
+	log_to "$WORK/server.$PASS.log"
+	if [ "$rc" != 0 ]; then
+		echo "  $c exited $rc:"
+		sed 's/^/    /' "$P/list-$c.err" | tail -n 10
+		return 1
+	fi
+}
+
+list_sftp() {
+	printf 'cd %s\nls -1\nls -l\n' "$LD" >"$P/list.batch"
+	sftp -P "$PORT" "${SSHOPTS[@]}" -b "$P/list.batch" "$ME@127.0.0.1"
+}
+
+list_paramiko() {
+	"$PYTHON3" - "$PORT" "$KEY" "$LD" "$ME" <<'EOF'
+import sys
+import paramiko
+port, key, d, user = sys.argv[1:]
+t = paramiko.Transport(("127.0.0.1", int(port)))
+t.connect(username=user, pkey=paramiko.Ed25519Key.from_private_key_file(key))
+sftp = paramiko.SFTPClient.from_transport(t)
+out = sys.stdout.buffer
+for a in sftp.listdir_attr(d):
+    out.write(a.filename.encode("utf-8") + b"\n")
+sftp.close()
+t.close()
+EOF
+}
+
+list_lftp() {
+	lftp -c "set sftp:connect-program 'ssh -a -x ${SSHOPTS[*]}'; \
+set net:max-retries 1; set net:timeout 20; set cmd:fail-exit yes; \
+set cmd:cls-default -1; set cache:enable no; \
+open -u $ME, -p $PORT sftp://127.0.0.1; cd $LD; cls -1; echo ==ls==; ls"
+}
+
+list_rclone() {
+	rclone lsf --config /dev/null --retries 1 --low-level-retries 1 \
+		":sftp,host=127.0.0.1,port=$PORT,user=$ME,key_file=$KEY,shell_type=none,disable_hashcheck=true:$LD"
+}
+
+list_curl() {
+	curl -sS --insecure -l --key "$KEY" --pubkey "$KEY.pub" -u "$ME:" \
+		"sftp://127.0.0.1:$PORT$LD/"
+}
+
+# list_sshfs: mount $LD with sshfs (no caches), list it with ls -f, then
+# find (after a "==find==" line), unmount.
+list_sshfs() {
+	local m=$P/sshfs rc=0
+	mkdir -p "$m"
+	sshfs -o "ssh_command=ssh ${SSHOPTS[*]}" -o cache=no -p "$PORT" \
+		"$ME@127.0.0.1:$LD" "$m" || return 1
+	ls -f "$m" || rc=1
+	echo "==find=="
+	find "$m" -mindepth 1 -maxdepth 1 -printf '%f\n' || rc=1
+	umount "$m" || rc=1
+	return "$rc"
+}
+
+# check_listing CLIENT: list $LD with list_CLIENT, then compare.
+check_listing() {
+	local c=$1
+	if ! check "[$PASS] $c lists $LD" list_with "$c" "list_$c"; then
+		return
+	fi
+	case $c in
+	sftp)
+		awk '/^sftp> ls -1$/ { o = 1; next } /^sftp> / { o = 0 } o' \
+			"$P/list-sftp.out" >"$P/list-sftp-1.out"
+		check "[$PASS] sftp ls -1: every name once" \
+			same_names sftp "$P/list-sftp-1.out"
+		awk '/^sftp> ls -l$/ { o = 1; next } /^sftp> / { o = 0 } o' \
+			"$P/list-sftp.out" >"$P/list-sftp-l.out"
+		check "[$PASS] sftp ls -l: every name once" \
+			same_names sftp "$P/list-sftp-l.out" long
+		;;
+	lftp)
+		sed '/^==ls==$/,$d' "$P/list-lftp.out" >"$P/list-lftp-cls.out"
+		sed '1,/^==ls==$/d' "$P/list-lftp.out" >"$P/list-lftp-ls.out"
+		check "[$PASS] lftp cls -1: every name once" \
+			same_names lftp "$P/list-lftp-cls.out"
+		check "[$PASS] lftp ls: every name once" \
+			same_names lftp "$P/list-lftp-ls.out" long
+		;;
+	sshfs)
+		sed '/^==find==$/,$d' "$P/list-sshfs.out" >"$P/list-sshfs-ls.out"
+		sed '1,/^==find==$/d' "$P/list-sshfs.out" >"$P/list-sshfs-find.out"
+		check "[$PASS] sshfs ls -f: every name once" \
+			same_names sshfs "$P/list-sshfs-ls.out"
+		check "[$PASS] sshfs find: every name once" \
+			same_names sshfs "$P/list-sshfs-find.out"
+		;;
+	*)
+		check "[$PASS] $c: every name once" \
+			same_names "$c" "$P/list-$c.out"
+		;;
+	esac
+	check "[$PASS] $c got READDIR replies of more than 100 names" \
+		long_replies "$P/list-$c.log"
+}
+
 for i in "${!PASS_NAMES[@]}"; do
 	PASS=${PASS_NAMES[$i]}
 	ARGS=${PASS_ARGS[$i]}
@@ -219,6 +433,7 @@ for i in "${!PASS_NAMES[@]}"; do
 	R=$P/remote
 	mkdir -p "$R" "$P/dl"
 	echo "=== pass $PASS: $SERVER $ARGS"
+	log_to "$WORK/server.$PASS.log"
 	if ! start_sshd "$PASS" "$ARGS"; then
 		if [ "$i" = 0 ]; then
 			skip_all "sshd did not start (log above)"
@@ -317,7 +532,20 @@ for i in "${!PASS_NAMES[@]}"; do
 		skip_part "lftp is not installed"
 	fi
 
+	# ---------------------------------------------------- the long listing
+	check_listing sftp
+	if "$PYTHON3" -c 'import paramiko' 2>/dev/null; then
+		check_listing paramiko
+	fi
+	for c in lftp rclone curl sshfs; do
+		if command -v "$c" >/dev/null; then
+			check_listing "$c"
+		else
+			skip_part "$c is not installed (deps.sh installs it)"
+		fi
+	done
+
 	check "[$PASS] sshd stopped (its pid gone, its port closed)" sshd_stops
-	rm -rf "$P"
+	[ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$P"
 done
 finish
