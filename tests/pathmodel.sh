@@ -76,7 +76,8 @@ if [ "$selftest_ok" = 1 ] && ! is_openssh_server; then
 	if [ "$(id -u)" != 0 ] || [ ! -x "${FUSEPASS:-}" ]; then
 		skip_part "slow storage: needs root and tests/fusepass"
 	elif mkdir -p "$WORK/slow-src" "$WORK/slow" &&
-		"$FUSEPASS" -o hard_remove,delay_us=300 "$WORK/slow-src" "$WORK/slow"; then
+		"$FUSEPASS" -o hard_remove,delay_us=300,attr_timeout=0,entry_timeout=0,negative_timeout=0 \
+			"$WORK/slow-src" "$WORK/slow"; then
 		echo "=== slow storage: $SERVER $selftest_args, 300 us per call"
 		# Its debug lines kept: on io_uring the calls io_uring has
 		# must have gone to the ring (io.c logs each at DEBUG3).
