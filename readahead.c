@@ -13,11 +13,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "handle.h"
-#include "pagecache.h"
 #include "readahead.h"
 
 /* How far ahead of a sequential stream the kernel is asked to read, and
@@ -31,6 +31,59 @@
 
 static struct io_op hint_ops[READAHEAD_OPS];
 static int hint_busy[READAHEAD_OPS];
+
+/* What the page cache holds of a file, asked without reading it:
+ * cachestat(2), Linux 6.5 and later.  It has the same number on every
+ * architecture; Debian 12's headers predate it. */
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+struct cachestat_range {
+	uint64_t off;
+	uint64_t len;
+};
+
+struct cachestat {
+	uint64_t nr_cache;
+	uint64_t nr_dirty;
+	uint64_t nr_writeback;
+	uint64_t nr_evicted;
+	uint64_t nr_recently_evicted;
+};
+
+static int cachestat_unavailable; /* ENOSYS (an older kernel), or EPERM */
+
+int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
+                         unsigned long page)
+{
+	uint64_t first = off / page, end = (off + n + page - 1) / page;
+
+	return n == 0 || cached >= end - first;
+}
+
+/* Every page that [off, off + len) of fd touches is in the page cache:
+ * 1; some are not: 0; that cannot be told (no cachestat): -1. */
+static int page_cache_holds(int fd, uint64_t off, uint64_t len)
+{
+	static long page;
+	struct cachestat_range range;
+	struct cachestat cs;
+
+	if (cachestat_unavailable)
+		return -1;
+	if (page == 0 && (page = sysconf(_SC_PAGESIZE)) <= 0)
+		page = 4096;
+	/* Whole pages: cachestat counts the pages the range touches. */
+	range.off = off - off % (uint64_t)page;
+	range.len = off + len - range.off;
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0) == -1) {
+		if (errno == ENOSYS || errno == EPERM)
+			cachestat_unavailable = 1;
+		return -1;
+	}
+	return readahead_all_cached(off, len, cs.nr_cache, (unsigned long)page);
+}
 
 static void hint_done(struct io_op *op)
 {
@@ -48,7 +101,7 @@ static void hint(int fd, uint64_t from, uint64_t len)
 	 * a tenth of its CPU so); one system call here, in the loop, costs
 	 * far less.  A window reaching past the end of the file counts as
 	 * not cached: near the end there is one hint more. */
-	if (pagecache_holds(fd, from, len) == 1)
+	if (page_cache_holds(fd, from, len) == 1)
 		return;
 	for (i = 0; i < READAHEAD_OPS && hint_busy[i]; i++)
 		;

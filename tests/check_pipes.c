@@ -2,13 +2,12 @@
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Unit tests of the stdio pipes' budget: how many pages a session may
  * grow its stdin and stdout by, the reserve it leaves its user, the sizes
- * they grow to; and the read-ahead's page-cache decision. */
+ * they grow to. */
 #include "config.h"
 
 #include <check.h>
 #include <stdlib.h>
 
-#include "pagecache.h"
 #include "stdio-pipes.h"
 
 /* Linux defaults: fs.pipe-user-pages-soft 16384 (64 MiB), -hard 0 (none),
@@ -107,23 +106,6 @@ START_TEST(test_stdio_grows_as_far_as_the_budget_allows)
 }
 END_TEST
 
-START_TEST(test_pagecache_counts_every_page_the_range_touches)
-{
-	/* Nothing to read: nothing to wait for. */
-	ck_assert(pagecache_all_cached(5000, 0, 0, 4096));
-	/* One page, aligned or not. */
-	ck_assert(pagecache_all_cached(0, 4096, 1, 4096));
-	ck_assert(pagecache_all_cached(100, 10, 1, 4096));
-	ck_assert(!pagecache_all_cached(0, 4096, 0, 4096));
-	/* An unaligned 8 KiB spans three pages. */
-	ck_assert(!pagecache_all_cached(100, 8192, 2, 4096));
-	ck_assert(pagecache_all_cached(100, 8192, 3, 4096));
-	/* 255 KiB at a page boundary: 64 pages (63.75 rounded up). */
-	ck_assert(!pagecache_all_cached(4096, 261120, 63, 4096));
-	ck_assert(pagecache_all_cached(4096, 261120, 64, 4096));
-}
-END_TEST
-
 static Suite *pipes_suite(void)
 {
 	Suite *s = suite_create("pipes");
@@ -134,7 +116,6 @@ static Suite *pipes_suite(void)
 	tcase_add_test(tc, test_the_lower_of_soft_and_hard_counts);
 	tcase_add_test(tc, test_reserve_is_one_largest_pipe);
 	tcase_add_test(tc, test_stdio_grows_as_far_as_the_budget_allows);
-	tcase_add_test(tc, test_pagecache_counts_every_page_the_range_touches);
 	suite_add_tcase(s, tc);
 	return s;
 }

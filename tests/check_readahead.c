@@ -3,7 +3,8 @@
 /* Unit tests of read-ahead hints and the back ends' room for them: a
  * hint never takes the slot an fsync or copy-data needs (whatever the
  * queue depth), and a hint still waiting after its handle was closed
- * never reaches another file that got the same descriptor number. */
+ * never reaches another file that got the same descriptor number; and
+ * the page-cache decision that skips a hint (every page cached). */
 #include "config.h"
 
 #include <check.h>
@@ -188,6 +189,23 @@ START_TEST(test_hint_after_close_keeps_its_file)
 }
 END_TEST
 
+START_TEST(test_pagecache_counts_every_page_the_range_touches)
+{
+	/* Nothing to read: nothing to wait for. */
+	ck_assert(readahead_all_cached(5000, 0, 0, 4096));
+	/* One page, aligned or not. */
+	ck_assert(readahead_all_cached(0, 4096, 1, 4096));
+	ck_assert(readahead_all_cached(100, 10, 1, 4096));
+	ck_assert(!readahead_all_cached(0, 4096, 0, 4096));
+	/* An unaligned 8 KiB spans three pages. */
+	ck_assert(!readahead_all_cached(100, 8192, 2, 4096));
+	ck_assert(readahead_all_cached(100, 8192, 3, 4096));
+	/* 255 KiB at a page boundary: 64 pages (63.75 rounded up). */
+	ck_assert(!readahead_all_cached(4096, 261120, 63, 4096));
+	ck_assert(readahead_all_cached(4096, 261120, 64, 4096));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("readahead");
@@ -204,6 +222,7 @@ int main(void)
 	tcase_add_test(tc, test_fsync_beside_hints_plain);
 	tcase_add_test(tc, test_fsync_beside_hints_uring);
 	tcase_add_test(tc, test_hint_after_close_keeps_its_file);
+	tcase_add_test(tc, test_pagecache_counts_every_page_the_range_touches);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -42,7 +42,7 @@ fi
 SRC=${top_srcdir:-$TESTS_DIR/..}
 io_files=(backend.c backend-uring.c backend-plain.c readahead.c readmem.c
 	stdio-pipes.c coalesce.c queue.c input.c frame.c outpace.c output.c
-	session.c pagecache.c)
+	session.c)
 by_path='\b(open|openat|openat2|opendir|creat|stat|lstat|statx|truncate|'
 by_path+='statvfs|chmod|chown|lchown|utimensat|utimes|rename|renameat2?|'
 by_path+='link|linkat|unlink|unlinkat|mkdir|mkdirat|symlink|readlink|'

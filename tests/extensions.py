@@ -34,6 +34,8 @@ from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXF_CREAT, FXF_TRUNC, FX_OK, FX_FAILURE,
     FX_NO_SUCH_FILE, FX_PERMISSION_DENIED, FX_OP_UNSUPPORTED, FXP_HANDLE,
     FXP_EXTENDED_REPLY)
+import tally  # noqa: E402
+from tally import say  # noqa: E402
 
 ALGS = ["md5", "sha1", "sha224", "sha256", "sha384", "sha512", "crc32"]
 HASH_NAMES = ",".join(ALGS)
@@ -45,19 +47,6 @@ ADDITIONS = ["check-file-name", "check-file-handle", "check-file",
              "copy-file", "space-available", "vendor-id"]
 
 OPTS = None
-N_PASSED = 0
-N_FAILED = 0
-
-
-def say(ok, what, detail=""):
-    global N_PASSED, N_FAILED
-    if ok:
-        N_PASSED += 1
-        print("PASS: [%s] %s" % (OPTS.label, what))
-    else:
-        N_FAILED += 1
-        print("FAIL: [%s] %s%s" % (OPTS.label, what,
-                                   ("\n  " + detail) if detail else ""))
 
 
 def digest(alg, data):
@@ -985,6 +974,7 @@ def main():
                     help="a mounted XFS directory for the reflink test")
     ap.add_argument("-v", "--verbose", action="store_true")
     OPTS = ap.parse_args()
+    tally.label = OPTS.label
     OPTS.dir = tempfile.mkdtemp(prefix="ext.", dir=OPTS.workdir)
     os.umask(0o022)
     make_files()
@@ -994,8 +984,8 @@ def main():
         if OPTS.only and OPTS.only not in name:
             continue
         check(name, fn)
-    print("%d passed, %d failed" % (N_PASSED, N_FAILED))
-    return 1 if N_FAILED else 0
+    print("%d passed, %d failed" % (tally.passed, tally.failed))
+    return 1 if tally.failed else 0
 
 
 if __name__ == "__main__":

@@ -68,6 +68,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sftpclient as sc  # noqa: E402
+import tally  # noqa: E402
+from tally import say as result  # noqa: E402
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -77,19 +79,6 @@ STALL_AFTER = 64        # replies read before the client stops reading
 FLOOD = 1000
 FLOOD_SESSIONS = 4      # each floods; means over them
 F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
-
-passed = failed = 0
-
-
-def result(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("PASS: " + what, flush=True)
-    else:
-        failed += 1
-        print("FAIL: " + what, flush=True)
-
 
 def mib(v):
     return "n/a" if v is None else "%.2f" % (v / MiB)
@@ -422,6 +411,15 @@ def new_cgroup(args, name):
     return MemCgroup(name)
 
 
+def wind_down(downloads, cg):
+    """The end of a run, however it went: every client closed (its server
+    ends), the run's cgroup removed."""
+    for d in downloads:
+        d.c.close()
+    if cg:
+        cg.remove()
+
+
 def stalled_run(args, which, fname, path, content, tag):
     """--sessions downloads at once, stalled with DEPTH READs outstanding.
     Returns per-session figures (per_session)."""
@@ -451,10 +449,7 @@ def stalled_run(args, which, fname, path, content, tag):
         for s in sessions:
             s.finish()
     finally:
-        for s in sessions:
-            s.c.close()
-        if cg:
-            cg.remove()
+        wind_down(sessions, cg)
     rows = list(per.values())
     out = {k: sum(r[k] for r in rows) / n for k in rows[0]}
     out["max_cost"] = max(r["cost"] for r in rows)
@@ -495,10 +490,7 @@ def flood_run(args, which, fname, path, content, tag):
                     d.replies, FLOOD))
             d.finish()
     finally:
-        for d in ds:
-            d.c.close()
-        if cg:
-            cg.remove()
+        wind_down(ds, cg)
     rows = list(per.values())
     m = {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
     m["cgroup"] = None if usage is None else usage / len(rows)
@@ -725,8 +717,8 @@ def main():
                    "largest): only the queue's READs cost memory"
                    % (FLOOD, fname, mib(u["peakcost"]), DEPTH, mib(s64)))
     print("\ntook %.1f s" % (time.monotonic() - t0))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print("%d passed, %d failed" % (tally.passed, tally.failed))
+    return 1 if tally.failed else 0
 
 
 if __name__ == "__main__":

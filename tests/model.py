@@ -44,9 +44,9 @@ import random
 import shlex
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seedrun  # noqa: E402
 import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXF_APPEND, FXF_CREAT, FXF_TRUNC,
@@ -420,54 +420,27 @@ class Session:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--server", required=True)
-    ap.add_argument("--server-args", default="")
-    ap.add_argument("--label", default="")
-    ap.add_argument("--workdir")
-    ap.add_argument("--seed-base", type=int, default=1)
-    ap.add_argument("--seeds", type=int, default=30)
-    ap.add_argument("--seed", type=int, help="run this one seed")
+    seedrun.add_args(ap)
     ap.add_argument("--requests", type=int, default=2000,
                     help="requests per seed (default 2000)")
     args = ap.parse_args()
-    if not os.access(args.server, os.X_OK):
-        print("SKIP: server %s not executable" % args.server)
-        print("0 passed, 0 failed")
-        return 77
+    rc = seedrun.cannot_run([args.server])
+    if rc is not None:
+        return rc
     own_dir = None
     if args.workdir is None:
         own_dir = args.workdir = tempfile.mkdtemp(prefix="model.")
-    if args.seed is not None:
-        seeds = [args.seed]
-    else:
-        seeds = range(args.seed_base, args.seed_base + args.seeds)
-    label = "[%s] " % args.label if args.label else ""
-    passed = failed = 0
-    t0 = time.monotonic()
-    total_reqs = 0
-    for seed in seeds:
-        s = Session(args, seed, args.requests)
-        try:
-            s.run()
-            passed += 1
-        except (Mismatch, sc.SFTPError) as e:
-            failed += 1
-            print("FAIL: %s%s" % (label, e))
-            print("  replay: %s %s --server %s --server-args=%s --seed %d "
-                  "--requests %d" % (
-                      shlex.quote(sys.executable),
-                      shlex.quote(os.path.abspath(__file__)),
-                      shlex.quote(args.server),
-                      shlex.quote(args.server_args), seed, args.requests))
-        total_reqs += len(s.reqs)
-    print("%s%d seeds, %d requests in %.1fs" % (
-        label, len(seeds), total_reqs, time.monotonic() - t0))
+    passed, failed = seedrun.run_seeds(
+        args, __file__, seedrun.seeds_of(args),
+        lambda seed: Session(args, seed, args.requests),
+        (Mismatch, sc.SFTPError),
+        lambda seed: " --requests %d" % args.requests,
+        lambda s: len(s.reqs))
     if own_dir is not None:
         for f in os.listdir(own_dir):
             os.unlink(os.path.join(own_dir, f))
         os.rmdir(own_dir)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return seedrun.counts(passed, failed)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seedrun  # noqa: E402
 import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXF_APPEND, FXF_CREAT, FXF_TRUNC, FXF_EXCL,
@@ -1043,13 +1044,7 @@ def tamper_tree(root, rng):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--server", required=True)
-    ap.add_argument("--server-args", default="")
-    ap.add_argument("--label", default="")
-    ap.add_argument("--workdir")
-    ap.add_argument("--seed-base", type=int, default=1)
-    ap.add_argument("--seeds", type=int, default=30)
-    ap.add_argument("--seed", type=int, help="run this one seed")
+    seedrun.add_args(ap)
     ap.add_argument("--ops", type=int, default=300,
                     help="requests per seed, not counting the final CLOSEs "
                     "(default 300)")
@@ -1062,56 +1057,41 @@ def main():
     args.server = os.path.abspath(args.server)
     if args.ref:
         args.ref = os.path.abspath(args.ref)
-    for prog in [args.server] + ([args.ref] if args.ref else []):
-        if not os.access(prog, os.X_OK):
-            print("SKIP: server %s not executable" % prog)
-            print("0 passed, 0 failed")
-            return 77
+    rc = seedrun.cannot_run([args.server] + ([args.ref] if args.ref else []))
+    if rc is not None:
+        return rc
     own_dir = None
     if args.workdir is None:
         own_dir = args.workdir = tempfile.mkdtemp(prefix="pathmodel.")
     args.workdir = os.path.abspath(args.workdir)
     os.makedirs(args.workdir, exist_ok=True)
-    if args.seed is not None:
-        seeds = [args.seed]
-    else:
-        seeds = range(args.seed_base, args.seed_base + args.seeds)
-    label = "[%s] " % args.label if args.label else ""
-    passed = failed = 0
-    t0 = time.monotonic()
-    total = tolerated = 0
+    seeds = seedrun.seeds_of(args)
+    label = seedrun.label_of(args)
     if args.selftest:
         rc = selftest(args, seeds, label)
         if own_dir is not None:
             remove_tree(own_dir)
         return rc
-    for seed in seeds:
-        s = Seed(args, seed, args.ops)
-        try:
-            s.run()
-            passed += 1
-        except (Mismatch, sc.SFTPError) as e:
-            failed += 1
-            print("FAIL: %s%s" % (label, e))
-            print("  replay: %s %s --server %s --server-args=%s --seed %d "
-                  "--ops %d%s" % (
-                      shlex.quote(sys.executable),
-                      shlex.quote(os.path.abspath(__file__)),
-                      shlex.quote(args.server),
-                      shlex.quote(args.server_args), seed, args.ops,
-                      " --ref " + shlex.quote(args.ref) if args.ref else ""))
-        total += s.ops_done
+    tolerated = 0
+
+    def count(s):
+        nonlocal tolerated
         tolerated += s.tolerated
-    print("%s%d seeds, %d requests in %.1fs" % (
-        label, len(seeds), total, time.monotonic() - t0))
+        return s.ops_done
+
+    passed, failed = seedrun.run_seeds(
+        args, __file__, seeds, lambda seed: Seed(args, seed, args.ops),
+        (Mismatch, sc.SFTPError),
+        lambda seed: " --ops %d%s" % (
+            args.ops, " --ref " + shlex.quote(args.ref) if args.ref else ""),
+        count)
     if args.ref:
         print("%s%d READDIRs of a directory whose OPENDIR name had moved "
               "were not compared with %s (it lists by that name)" % (
                   label, tolerated, args.ref))
     if own_dir is not None:
         remove_tree(own_dir)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return seedrun.counts(passed, failed)
 
 
 def selftest(args, seeds, label):
@@ -1162,8 +1142,7 @@ def selftest(args, seeds, label):
             failed += 1
             print("FAIL: %sno seed noticed requests run out of order"
                   % label)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return seedrun.counts(passed, failed)
 
 
 def run_tree_selftest(s):

@@ -549,6 +549,60 @@ def finish_session(c, h, res, who=""):
                                             stderr_tail(c)))
 
 
+def check_read(res, exp, off, length, rep):
+    """The problems of rep, the reply to READ(off, length), to res."""
+    if rep.type == FXP_DATA:
+        res.problems += exp.check(off, rep.data, length)
+    elif rep.is_status(FX_EOF):
+        res.problems += exp.check_eof(off)
+    else:
+        res.problems.append("READ(%d, %d): %r" % (off, length, rep))
+
+
+def await_action(res, child, timeout, failed=None, late=None):
+    """Waits up to timeout seconds for the action child.  Returned: the
+    time it took goes to res.took and, when failed names the action, an
+    error it met to res.problems; None (nothing left to reap).  Not
+    returned: child again; when late is given, that is a problem and the
+    time infinite."""
+    r = action_result(child, timeout)
+    if r is None:
+        if late is not None:
+            res.problems.append(late)
+            res.took = float("inf")
+        return child
+    res.took, err = r
+    if err and failed is not None:
+        res.problems.append("%s failed: %s" % (failed, os.strerror(err)))
+    return None
+
+
+def session_failed(res, e, c):
+    """A client's session c broke with e."""
+    res.problems.append("session: %s: %s (%s; stderr: %s)" % (
+        type(e).__name__, e, exit_text(c.proc.poll()) if c else "-",
+        stderr_tail(c) if c else ""))
+
+
+def wind_up(res, exp, target, path, clients, child):
+    """The end of every run, however it went: the clients closed, the
+    action child reaped, the file given back to its target; a run whose
+    action never returned took forever."""
+    for c in clients:
+        if c is not None:
+            c.close()
+    if child is not None:
+        r = action_result(child, 20)
+        if r is None:
+            reap_action(child)
+        elif res.took is None:
+            res.took = r[0]
+    res.fuse_zeros = exp.fuse_zeros
+    target.done(path)
+    if res.took is None:
+        res.took = float("inf")
+
+
 def stalled_run(kind, target, owner, rsize, action, limit):
     """One stalled-client run; limit: seconds to wait for the action before
     the client reads again (None: the reference, no limit to speak of)."""
@@ -586,13 +640,7 @@ def stalled_run(kind, target, owner, rsize, action, limit):
             elif action == "punch-hole":
                 exp.hole = geo.hole
             child = timed_action(action, path, geo)
-            r = action_result(child, wait)
-            if r is not None:
-                res.took, err = r
-                child = None
-                if err:
-                    res.problems.append("the action failed: %s"
-                                        % os.strerror(err))
+            child = await_action(res, child, wait, failed="the action")
         if res.took is not None:
             time.sleep(AFTER)
         else:
@@ -600,27 +648,15 @@ def stalled_run(kind, target, owner, rsize, action, limit):
                 "again" % wait
         # The client reads again: every reply, in order.
         for i in range(NREADS):
-            rep = s1.expect(1000 + i)
-            off = i * rsize
-            if rep.type == FXP_DATA:
-                res.problems += exp.check(off, rep.data, rsize)
-            elif rep.is_status(FX_EOF):
-                res.problems += exp.check_eof(off)
-            else:
-                res.problems.append("READ(%d, %d): %r" % (off, rsize, rep))
+            check_read(res, exp, i * rsize, rsize, s1.expect(1000 + i))
         if res.took is None:
             if action == "session-open":
                 rep2 = s2.expect(rid2, 20)
                 res.took = time.monotonic() - t0
             else:
-                r = action_result(child, 20)
-                if r is None:
-                    res.problems.append("the action did not return within "
-                                        "20 s of the client reading again")
-                    res.took = float("inf")
-                else:
-                    res.took, err = r
-                    child = None
+                child = await_action(
+                    res, child, 20, late="the action did not return within "
+                    "20 s of the client reading again")
         if action == "session-open":
             res.reply2 = rep2.type_name
             if rep2.type == FXP_HANDLE:
@@ -636,23 +672,9 @@ def stalled_run(kind, target, owner, rsize, action, limit):
             % (kind, action, held, res.took,
                " (%s)" % res.note if res.note else ""))
     except (sc.SFTPError, OSError) as e:
-        res.problems.append("session: %s: %s (%s; stderr: %s)" % (
-            type(e).__name__, e, exit_text(s1.proc.poll()) if s1 else "-",
-            stderr_tail(s1) if s1 else ""))
+        session_failed(res, e, s1)
     finally:
-        for c in (s1, s2):
-            if c is not None:
-                c.close()
-        if child is not None:
-            r = action_result(child, 20)
-            if r is None:
-                reap_action(child)
-            elif res.took is None:
-                res.took = r[0]
-        res.fuse_zeros = exp.fuse_zeros
-        target.done(path)
-    if res.took is None:
-        res.took = float("inf")
+        wind_up(res, exp, target, path, (s1, s2), child)
     return res
 
 
@@ -700,37 +722,23 @@ def steady_run(kind, target, owner, how, limit):
                 geo.new_size = new_size
                 child = timed_action("truncate", path, geo)
             if child is not None and res.took is None:
-                r = action_result(child, 0)
-                if r is not None:
-                    res.took, err = r
-                    child = None
-                    if err:
-                        res.problems.append("truncate failed: %s"
-                                            % os.strerror(err))
+                child = await_action(res, child, 0, failed="truncate")
             due = t0 + consumed / STEADY_RATE
             pause = due - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
             rid, off = pending.pop(0)
             rep = c.expect(rid)
+            check_read(res, exp, off, chunk, rep)
             if rep.type == FXP_DATA:
-                res.problems += exp.check(off, rep.data, chunk)
                 got[off] = len(rep.data)
                 consumed += len(rep.data)
             elif rep.is_status(FX_EOF):
-                res.problems += exp.check_eof(off)
                 eof = True
-            else:
-                res.problems.append("READ(%d, %d): %r" % (off, chunk, rep))
         if child is not None:
-            r = action_result(child, 20)
-            if r is None:
-                res.problems.append("the truncation did not return within "
-                                    "20 s of the download's end")
-                res.took = float("inf")
-            else:
-                res.took = r[0]
-                child = None
+            child = await_action(
+                res, child, 20, late="the truncation did not return within "
+                "20 s of the download's end")
         if new_size is None:
             res.problems.append("the download ended before the truncation")
         elif len(res.problems) <= 4:
@@ -756,22 +764,9 @@ def steady_run(kind, target, owner, how, limit):
             kind, new_size, STEADY_AT,
             "%.3f s" % res.took if res.took is not None else "?"))
     except (sc.SFTPError, OSError) as e:
-        res.problems.append("session: %s: %s (%s; stderr: %s)" % (
-            type(e).__name__, e, exit_text(c.proc.poll()) if c else "-",
-            stderr_tail(c) if c else ""))
+        session_failed(res, e, c)
     finally:
-        if c is not None:
-            c.close()
-        if child is not None:
-            r = action_result(child, 20)
-            if r is None:
-                reap_action(child)
-            elif res.took is None:
-                res.took = r[0]
-        res.fuse_zeros = exp.fuse_zeros
-        target.done(path)
-    if res.took is None:
-        res.took = float("inf")
+        wind_up(res, exp, target, path, (c,), child)
     return res
 
 

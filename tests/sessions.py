@@ -26,25 +26,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sftpclient as sc  # noqa: E402
+import tally  # noqa: E402
+from tally import say as result  # noqa: E402
 
 BIG = 261120
 DEPTH = 64
 MiB = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
-
-passed = failed = 0
-
-
-def result(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("PASS: " + what, flush=True)
-    else:
-        failed += 1
-        print("FAIL: " + what, flush=True)
-
 
 def block(i, size=BIG):
     """The bytes of block i of the test file: every block differs."""
@@ -189,10 +178,10 @@ def main():
         "/proc/sys/fs/pipe-user-pages-soft").read().strip()), flush=True)
     ran = check_pipe_quota(args)
     check_many(args)
-    print("%d passed, %d failed" % (passed, failed))
-    if not ran and failed == 0:
+    print("%d passed, %d failed" % (tally.passed, tally.failed))
+    if not ran and tally.failed == 0:
         sys.exit(77)
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if tally.failed else 0)
 
 
 if __name__ == "__main__":

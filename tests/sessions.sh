@@ -34,11 +34,4 @@ rc=0
 	--server "$SERVER" --workdir "$WORK" \
 	--sessions "${SESSIONS_N:-16}" --many "${SESSIONS_MANY:-256}" \
 	>"$WORK/out" 2>&1 || rc=$?
-cat "$WORK/out"
-if [ "$rc" = 77 ]; then
-	skip_all "see above"
-fi
-read_counts "$WORK/out" "$rc" sessions.py
-N_PASSED=$P
-N_FAILED=$F
-finish
+finish_run "$WORK/out" "$rc" sessions.py

@@ -34,10 +34,10 @@ import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXF_APPEND, FXF_CREAT, FXF_TRUNC, FXF_EXCL, FX_OK,
     FX_FAILURE, FX_NO_SUCH_FILE, FX_PERMISSION_DENIED, FXP_HANDLE)
+import tally  # noqa: E402
+from tally import say  # noqa: E402
 
 OPTS = None
-N_PASSED = 0
-N_FAILED = 0
 N_SKIPPED = 0
 IS_ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -45,19 +45,6 @@ OLD = 1000000000
 WCT = FXF_WRITE | FXF_CREAT | FXF_TRUNC
 HIDDEN = re.compile(r"^\..+\.uring-sftp\.[A-Za-z0-9]{6}$")
 TESTS = os.path.dirname(os.path.abspath(__file__))
-
-
-def say(ok, what, detail=""):
-    global N_PASSED, N_FAILED
-    if ok:
-        N_PASSED += 1
-        print("PASS: [%s] %s" % (OPTS.label, what))
-    else:
-        N_FAILED += 1
-        print("FAIL: [%s] %s%s" % (OPTS.label, what,
-                                   ("\n  " + str(detail)) if detail else ""))
-    sys.stdout.flush()
-    return ok
 
 
 def skip(what):
@@ -1053,13 +1040,14 @@ def main():
     ap.add_argument("--sshd-pid", type=int)
     ap.add_argument("--local")
     OPTS = ap.parse_args()
+    tally.label = OPTS.label
     os.umask(0o022)
     if OPTS.clients:
         clients_mode()
     else:
         raw_checks()
-    print("%d passed, %d failed" % (N_PASSED, N_FAILED))
-    if N_FAILED:
+    print("%d passed, %d failed" % (tally.passed, tally.failed))
+    if tally.failed:
         return 1
     return 77 if N_SKIPPED else 0
 
