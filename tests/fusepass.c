@@ -177,6 +177,7 @@ static void give_to_caller(const char *path)
  * FUSE_PARALLEL_DIROPS to kernel"): the reply to INIT is sent through
  * these, which set the flag in it when fp_init asked for it. */
 static int add_parallel_dirops;
+static int debug; /* -d: say so (libfuse's own log shows the flags unset) */
 static uint64_t init_unique; /* the INIT request's, while it is answered */
 
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
@@ -212,6 +213,9 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 		return writev(fd, iov, count);
 	memcpy(&init, iov[1].iov_base, iov[1].iov_len);
 	init.flags |= FUSE_PARALLEL_DIROPS;
+	if (debug)
+		fprintf(stderr, "fusepass: INIT reply: FUSE_PARALLEL_DIROPS "
+		                "added\n");
 	patched[0] = iov[0];
 	patched[1].iov_base = &init;
 	patched[1].iov_len = iov[1].iov_len;
@@ -634,6 +638,7 @@ static int run(struct fuse_args *args)
 
 	if (fuse_parse_cmdline(args, &opts) != 0)
 		return 1;
+	debug = opts.debug;
 	if (!opts.mountpoint) {
 		fprintf(stderr, "fusepass: no mount point\n");
 		return 2;
