@@ -62,11 +62,23 @@ int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
 	return 0;
 }
 
-unsigned listing_helpers(size_t left, int64_t first_ns, unsigned idle)
+size_t listing_probe(const struct listing *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->e[i].name, ".") != 0 &&
+		    strcmp(l->e[i].name, "..") != 0)
+			return i;
+	return 0;
+}
+
+unsigned listing_helpers(size_t left, int64_t probe_ns, int storage_slow,
+                         unsigned idle)
 {
 	size_t want = left / 2; /* each helper takes two lookups at least */
 
-	if (first_ns < LISTING_SLOW_NS)
+	if (probe_ns < LISTING_SLOW_NS && !storage_slow)
 		return 0;
 	return want < idle ? (unsigned)want : idle;
 }
@@ -78,6 +90,7 @@ struct lookups {
 	pthread_cond_t all_done;
 	struct listing *l; /* not to be touched once all are done */
 	size_t n;          /* its entries */
+	size_t probe;      /* the one looked up first, already done */
 	int dir_fd;
 	const char *dir;
 	size_t next, done;
@@ -104,6 +117,8 @@ static void lookups_run(struct lookups *k)
 	pthread_mutex_lock(&k->lock);
 	while ((i = k->next) < k->n) {
 		k->next++;
+		if (i == k->probe)
+			continue;
 		pthread_mutex_unlock(&k->lock);
 		lookup_one(k->dir_fd, k->dir, &k->l->e[i]);
 		pthread_mutex_lock(&k->lock);
@@ -140,28 +155,36 @@ void listing_stat(DIR *dirp, const char *dir, struct listing *l)
 	int dir_fd = dirfd(dirp);
 	struct lookups *k;
 	unsigned helpers, i;
+	int slow_before;
 	int64_t t0;
-	size_t j;
+	size_t j, probe;
 
 	if (l->n == 0)
 		return;
+	/* Timed first: an entry that may need a round trip ("." and ".."
+	 * are the directory just opened and its parent, always cached). */
+	probe = listing_probe(l);
+	slow_before = latency_storage_slow();
 	t0 = monotonic_ns();
-	lookup_one(dir_fd, dir, &l->e[0]);
+	lookup_one(dir_fd, dir, &l->e[probe]);
 	t0 = monotonic_ns() - t0;
 	latency_note(t0);
-	helpers = listing_helpers(l->n - 1, t0, workers_idle());
+	helpers = listing_helpers(l->n - 1, t0, slow_before, workers_idle());
 	if (helpers == 0 || (k = calloc(1, sizeof(*k))) == NULL) {
-		for (j = 1; j < l->n; j++)
-			lookup_one(dir_fd, dir, &l->e[j]);
+		for (j = 0; j < l->n; j++)
+			if (j != probe)
+				lookup_one(dir_fd, dir, &l->e[j]);
 		return;
 	}
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->all_done, NULL);
 	k->l = l;
 	k->n = l->n;
+	k->probe = probe;
 	k->dir_fd = dir_fd;
 	k->dir = dir;
-	k->next = k->done = 1;
+	k->next = 0;
+	k->done = 1;
 	k->refs = 1;
 	for (i = 0; i < helpers; i++) {
 		pthread_mutex_lock(&k->lock);

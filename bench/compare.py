@@ -25,6 +25,9 @@ Environment (sizes take K, M or G):
   ROUNDS [5]  SIZE [256M]  SSHD_SIZE [SIZE]  PARAMIKO_SIZE [64M]
   RAND_COUNT [4096]  DEPTH [64]  SMALL_COUNT [1000]  SMALL_SIZE [4096]
   DIR_ENTRIES [20000]
+  SLOW_DELAY_US [1000]  SLOW_SMALL_COUNT [300]  SLOW_DIR_ENTRIES [20000]
+  SLOW_LIST_SECONDS [5]  SLOW_RAND_COUNT [1024]
+                the slow-storage scenarios (tests/fusepass, as root)
   SCENARIOS     comma list of scenario names to run [all]
   PINNED        comma list of scenarios also run pinned, "none" for none
                 [the sftp-load and sftp -D ones]
@@ -36,6 +39,7 @@ Environment (sizes take K, M or G):
                 would run them [nobody]; empty: as root
 """
 
+import concurrent.futures
 import datetime
 import getpass
 import json
@@ -177,7 +181,11 @@ class Cfg:
     fusepass = env("FUSEPASS", os.path.join(HERE, "..", "tests", "fusepass"))
     slow_delay_us = int(env("SLOW_DELAY_US", "1000"))
     slow_small_count = parse_size(env("SLOW_SMALL_COUNT", "300"))
-    slow_dir_entries = parse_size(env("SLOW_DIR_ENTRIES", "2000"))
+    slow_dir_entries = parse_size(env("SLOW_DIR_ENTRIES", "20000"))
+    # Each slow listing stops asking for names after this many seconds
+    # (0: never): OpenSSH's server, one lookup at a time, would take half
+    # a minute for 20,000; the rate is of what was listed.
+    slow_list_seconds = int(env("SLOW_LIST_SECONDS", "5"))
     slow_rand_count = parse_size(env("SLOW_RAND_COUNT", "1024"))
     stall = int(env("STALL_TIMEOUT", "30"))
     pin_cpu = int(env("PIN_CPU", str((os.cpu_count() or 1) - 1)))
@@ -444,6 +452,39 @@ def make_scenarios(w, cold):
                              os.path.join(slow, name), "--"] + cmd)
         return load_result(out)
     slow_title = "on storage with %d us per call (FUSE)" % Cfg.slow_delay_us
+    list_limit = (["-T", str(Cfg.slow_list_seconds)]
+                  if Cfg.slow_list_seconds > 0 else [])
+    list_note = (" (at most %d s)" % Cfg.slow_list_seconds
+                 if Cfg.slow_list_seconds > 0 else "")
+
+    slow_listed = [False]
+
+    def slow_list_warm():
+        # Names in the kernel's cache (from a first pass, many lookups at
+        # a time, then the runs before), none of them still valid:
+        # libfuse's 1 s timeouts have passed, so each costs a LOOKUP, as
+        # in the cold run, but without the directory's lock.  The first
+        # pass is made here, not at mount time: the cold scenarios before
+        # drop the caches.
+        if not slow_listed[0]:
+            d = os.path.join(slow, "dir")
+            with concurrent.futures.ThreadPoolExecutor(32) as ex:
+                for _ in ex.map(lambda n: os.lstat(os.path.join(d, n)),
+                                os.listdir(d)):
+                    pass
+            slow_listed[0] = True
+        time.sleep(ENTRY_TIMEOUT + 0.5)
+
+    def slow_list_cold(key, cmd, pin):
+        # A fresh mount: nothing of it in the kernel's caches.
+        cold_mnt = remount_slow_cold(w)
+        try:
+            r = load("listdir", os.path.join(cold_mnt, "dir"), "-n",
+                     str(Cfg.slow_dir_entries), *list_limit)(key, cmd, pin)
+        finally:
+            stats = unmount_slow_cold(w)
+        log("    %s: fusepass %s" % (key, stats))
+        return r
 
     def fresh_small():
         shutil.rmtree(small, ignore_errors=True)
@@ -579,11 +620,15 @@ def make_scenarios(w, cold):
           "in flight), %s" % (Cfg.slow_small_count, Cfg.small_size, D,
                                slow_title), "files/s", slow_small,
           cpu_unit="us/file", pinnable=False),
-        S("slow-listdir", "list a directory of %d entries, %s"
-          % (Cfg.slow_dir_entries, slow_title), "entries/s",
-          load("listdir", os.path.join(slow, "dir"), "-n",
-               str(Cfg.slow_dir_entries)),
-          cpu_unit="us/entry", pinnable=False),
+        S("slow-listdir", "list a directory of %d entries, %s, warm%s"
+          % (Cfg.slow_dir_entries, slow_title, list_note),
+          "entries/s", load("listdir", os.path.join(slow, "dir"), "-n",
+                            str(Cfg.slow_dir_entries), *list_limit),
+          before=slow_list_warm, cpu_unit="us/entry", pinnable=False),
+        S("slow-listdir-cold", "list a directory of %d entries, %s, cold "
+          "(a fresh mount)%s" % (Cfg.slow_dir_entries, slow_title,
+                                 list_note),
+          "entries/s", slow_list_cold, cpu_unit="us/entry", pinnable=False),
         S("slow-randread-32k", "random reads 32 KiB x %d (%d reads), %s"
           % (D, Cfg.slow_rand_count, slow_title), "IOPS",
           load("randread", os.path.join(slow, "rand"), "-b", "32768", "-q",
@@ -786,6 +831,8 @@ TARGETS = [
     ("devnull-255k", False, 1.5, None, "issue 5"),
     ("sshd-put", False, 1.1, None, "issue 5 (1 GiB)"),
     ("sshd-get", False, 1.1, None, "issue 5 (1 GiB)"),
+    ("slow-listdir", False, 10.0, None, "issue 21"),
+    ("slow-listdir-cold", False, 10.0, None, "issue 21"),
 ]
 
 
@@ -868,10 +915,23 @@ def main():
         log("bench took %.0f s" % (time.monotonic() - t_start))
 
 
+# libfuse's default entry_timeout and attr_timeout (fusepass keeps them).
+ENTRY_TIMEOUT = 1.0
+
+
+def fusepass_cmd(src, mnt, stats=None):
+    """fusepass with SLOW_DELAY_US per call; stats: where it writes what
+    it counted when unmounted."""
+    return [Cfg.fusepass, "-o",
+            "allow_other,hard_remove,max_threads=64,delay_us=%d%s"
+            % (Cfg.slow_delay_us, ",stats=" + stats if stats else ""),
+            src, mnt]
+
+
 def mount_slow(w):
     """tests/fusepass over w/slow-src at w/slow, SLOW_DELAY_US per call,
-    with the slow scenarios' files made in slow-src: whether it mounted
-    (it needs root and libfuse3)."""
+    with the slow scenarios' files made in slow-src (directly, not through
+    the delay): whether it mounted (it needs root and libfuse3)."""
     src, mnt = os.path.join(w, "slow-src"), os.path.join(w, "slow")
     if os.getuid() != 0 or not os.access(Cfg.fusepass, os.X_OK):
         log("no %s, or not root: slow-storage scenarios skipped"
@@ -879,6 +939,7 @@ def mount_slow(w):
         return False
     os.makedirs(src, 0o777)
     os.makedirs(mnt)
+    os.makedirs(os.path.join(w, "slow-cold"))
     os.chmod(src, 0o777)
     run_cmd([Cfg.load, "-n", str(Cfg.slow_dir_entries), "mkdir",
              os.path.join(src, "dir")])
@@ -886,14 +947,43 @@ def mount_slow(w):
              os.path.join(src, "rand")])
     os.chmod(os.path.join(src, "rand"), 0o644)
     try:
-        run_cmd([Cfg.fusepass, "-o",
-                 "allow_other,hard_remove,max_threads=64,delay_us=%d"
-                 % Cfg.slow_delay_us, src, mnt])
+        run_cmd(fusepass_cmd(src, mnt))
     except RunError as e:
         log("cannot mount the slow storage: %s" % e)
         return False
     MOUNTS.append(mnt)
     return True
+
+
+def remount_slow_cold(w):
+    """A fresh fusepass mount of slow-src at w/slow-cold (the cold
+    listing's): its path."""
+    mnt = os.path.join(w, "slow-cold")
+    stats = os.path.join(w, "slow-cold.stats")
+    if os.path.exists(stats):
+        os.unlink(stats)
+    run_cmd(fusepass_cmd(os.path.join(w, "slow-src"), mnt, stats))
+    MOUNTS.append(mnt)
+    return mnt
+
+
+def unmount_slow_cold(w):
+    """Unmounts w/slow-cold: what fusepass counted (calls, the most at
+    once), or "" when it wrote nothing."""
+    mnt = os.path.join(w, "slow-cold")
+    stats = os.path.join(w, "slow-cold.stats")
+    subprocess.run(["umount", mnt], check=False)
+    MOUNTS.remove(mnt)
+    # fusepass writes its counts as it ends, after the unmount returns
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if os.path.exists(stats):
+            with open(stats) as f:
+                text = f.read().strip()
+            if text:
+                return text
+        time.sleep(0.05)
+    return ""
 
 
 MOUNTS = []

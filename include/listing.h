@@ -32,11 +32,20 @@ int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
 void listing_stat(DIR *dirp, const char *dir, struct listing *l);
 void listing_free(struct listing *l);
 
-/* The decision, pure (tests/check_order.c): how many worker threads to
- * ask for help with left entries still to look up, when the first lstat
- * took first_ns and idle threads are free.  None unless lookups are slow
- * (a round trip, not a cached inode). */
+/* The decisions, pure (tests/check_order.c).  Which entry to look up
+ * first, timed: the first that is neither "." nor ".." (those are the
+ * directory just opened and its parent: cached, so their lookup says
+ * nothing of the others'); 0 when there is none. */
+size_t listing_probe(const struct listing *l);
+/* How many worker threads to ask for help with left entries still to
+ * look up, when that first lookup took probe_ns, storage_slow says
+ * whether metadata calls were slow before it (latency.h) and idle threads
+ * are free.  None unless lookups are slow (a round trip, not a cached
+ * inode), by this probe or by the calls before it: one cached name in a
+ * directory whose other names need round trips must not make a batch
+ * run one lookup at a time. */
 #define LISTING_SLOW_NS 50000
-unsigned listing_helpers(size_t left, int64_t first_ns, unsigned idle);
+unsigned listing_helpers(size_t left, int64_t probe_ns, int storage_slow,
+                         unsigned idle);
 
 #endif

@@ -164,12 +164,44 @@ END_TEST
 START_TEST(test_listing_helpers)
 {
 	/* Cached lookups: no help. */
-	ck_assert_uint_eq(listing_helpers(1000, LISTING_SLOW_NS - 1, 16), 0);
+	ck_assert_uint_eq(listing_helpers(1000, LISTING_SLOW_NS - 1, 0, 16), 0);
 	/* A round trip: as many as are idle, two lookups each at least. */
-	ck_assert_uint_eq(listing_helpers(1000, 1000000, 16), 16);
-	ck_assert_uint_eq(listing_helpers(9, 1000000, 16), 4);
-	ck_assert_uint_eq(listing_helpers(1, 1000000, 16), 0);
-	ck_assert_uint_eq(listing_helpers(1000, 1000000, 0), 0);
+	ck_assert_uint_eq(listing_helpers(1000, 1000000, 0, 16), 16);
+	ck_assert_uint_eq(listing_helpers(9, 1000000, 0, 16), 4);
+	ck_assert_uint_eq(listing_helpers(1, 1000000, 0, 16), 0);
+	ck_assert_uint_eq(listing_helpers(1000, 1000000, 0, 0), 0);
+	/* A cached name on storage already seen slow (the others of the
+	 * directory may each need a round trip): help all the same. */
+	ck_assert_uint_eq(listing_helpers(1000, 1000, 1, 16), 16);
+	ck_assert_uint_eq(listing_helpers(1, 1000, 1, 16), 0);
+}
+END_TEST
+
+static size_t probe_of(const char *const *names, size_t n)
+{
+	struct listing_entry e[4];
+	struct listing l = {e, n, 4};
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		e[i].name = (char *)names[i];
+	return listing_probe(&l);
+}
+
+START_TEST(test_listing_probe)
+{
+	static const char *const dots_first[] = {".", "..", "a", "b"};
+	static const char *const dots_later[] = {"a", ".", "..", "b"};
+	static const char *const dots_only[] = {"..", "."};
+	static const char *const dotted[] = {"..", ".a", "...", "b"};
+
+	/* A directory's first batch on ext4 and over FUSE starts with "."
+	 * and "..", which are cached whatever the storage: the first other
+	 * name is timed. */
+	ck_assert_uint_eq(probe_of(dots_first, 4), 2);
+	ck_assert_uint_eq(probe_of(dots_later, 4), 0);
+	ck_assert_uint_eq(probe_of(dots_only, 2), 0);
+	ck_assert_uint_eq(probe_of(dotted, 4), 1);
 }
 END_TEST
 
@@ -232,6 +264,7 @@ int main(void)
 	tcase_add_test(tc, test_listing_helpers);
 	tcase_add_test(tc, test_route);
 	tcase_add_test(tc, test_ring_answer);
+	tcase_add_test(tc, test_listing_probe);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -13,6 +13,21 @@
  * like storage behind a network: the event loop is multithreaded (unless
  * -s), and delayed calls overlap.
  *
+ * Lookups in one directory overlap too, as on NFS or CephFS: the kernel
+ * is asked for parallel directory operations (FUSE_CAP_PARALLEL_DIROPS,
+ * which libfuse 3.14 does not ask for by itself).  Without it the kernel
+ * holds a lock of the directory's across each LOOKUP and READDIR round
+ * trip, so that the names of a directory not yet in its cache are looked
+ * up one at a time, whoever asks; -o serial_dirops mounts it that way.
+ * Attributes and names stay in the kernel's cache for libfuse's default
+ * of 1 s (entry_timeout, attr_timeout), then each use costs a round trip
+ * again.
+ *
+ * -o stats=FILE: at unmount, append to FILE how many calls were made and
+ * how many ran at once at most ("calls=N peak=M lookups=N
+ * lookup_peak=M", lookups being the calls by path that LOOKUP and
+ * GETATTR make).
+ *
  * default_permissions is always on: the kernel checks permissions against
  * the modes and owners this file system reports, as for a local file
  * system; this process (normally root) then carries out what the kernel
@@ -25,7 +40,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* renameat2, fallocate */
 #endif
-#define FUSE_USE_VERSION 31
+#define FUSE_USE_VERSION 312 /* fuse_loop_mt with a configuration */
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +48,7 @@
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <linux/fuse.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +56,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +65,8 @@ struct settings {
 	unsigned int delay_us;
 	unsigned int delay_ms;
 	int hard_remove;
+	int serial_dirops;
+	char *stats;
 	int show_help;
 };
 
@@ -62,12 +81,38 @@ static long delay_ns;
 	}
 static const struct fuse_opt option_spec[] = {
     OPT("delay_us=%u", delay_us, 0),    OPT("delay_ms=%u", delay_ms, 0),
-    OPT("hard_remove", hard_remove, 1), OPT("-h", show_help, 1),
+    OPT("hard_remove", hard_remove, 1), OPT("serial_dirops", serial_dirops, 1),
+    OPT("stats=%s", stats, 0),          OPT("-h", show_help, 1),
     OPT("--help", show_help, 1),        FUSE_OPT_END,
 };
 
-/* Every call waits this long first (the simulated storage latency). */
-static void latency(void)
+/* -o stats: calls made, calls under way and the most at once; the same
+ * for lookups by path (LOOKUP, and GETATTR without a handle). */
+struct counts {
+	unsigned long calls, now, peak;
+};
+static struct counts all_calls, lookups;
+
+static void count_in(struct counts *c)
+{
+	unsigned long now, peak;
+
+	__atomic_add_fetch(&c->calls, 1, __ATOMIC_RELAXED);
+	now = __atomic_add_fetch(&c->now, 1, __ATOMIC_RELAXED);
+	peak = __atomic_load_n(&c->peak, __ATOMIC_RELAXED);
+	while (now > peak &&
+	       !__atomic_compare_exchange_n(&c->peak, &peak, now, 1,
+	                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static void count_out(struct counts *c)
+{
+	__atomic_sub_fetch(&c->now, 1, __ATOMIC_RELAXED);
+}
+
+/* Wait the simulated storage latency. */
+static void sleep_delay(void)
 {
 	struct timespec ts;
 
@@ -77,6 +122,14 @@ static void latency(void)
 	ts.tv_nsec = delay_ns % 1000000000L;
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+/* Every call waits this long first (the simulated storage latency). */
+static void latency(void)
+{
+	count_in(&all_calls);
+	sleep_delay();
+	count_out(&all_calls);
 }
 
 /* FUSE paths start with '/'; the *at() calls want them relative to
@@ -119,10 +172,67 @@ static void give_to_caller(const char *path)
 		fprintf(stderr, "fusepass: chown %s: %s\n", r, strerror(errno));
 }
 
+/* libfuse before 3.17.1 never passes FUSE_CAP_PARALLEL_DIROPS on to the
+ * kernel, whatever the file system wants (libfuse commit c9905341, "Pass
+ * FUSE_PARALLEL_DIROPS to kernel"): the reply to INIT is sent through
+ * these, which set the flag in it when fp_init asked for it. */
+static int add_parallel_dirops;
+static int debug; /* -d: say so (libfuse's own log shows the flags unset) */
+static uint64_t init_unique; /* the INIT request's, while it is answered */
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	const struct fuse_in_header *in = buf;
+	ssize_t n = read(fd, buf, len);
+
+	(void)userdata;
+	if (n >= (ssize_t)sizeof(*in) && in->opcode == FUSE_INIT)
+		__atomic_store_n(&init_unique, in->unique, __ATOMIC_RELEASE);
+	return n;
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	const struct fuse_out_header *out;
+	struct fuse_init_out init;
+	struct iovec patched[2];
+	uint64_t unique = __atomic_load_n(&init_unique, __ATOMIC_ACQUIRE);
+
+	(void)userdata;
+	if (unique == 0 || count != 2 || iov[0].iov_len < sizeof(*out))
+		return writev(fd, iov, count);
+	out = iov[0].iov_base;
+	if (out->unique != unique)
+		return writev(fd, iov, count);
+	__atomic_store_n(&init_unique, 0, __ATOMIC_RELEASE);
+	/* The flags are the fourth field in every version of the reply. */
+	if (out->error != 0 ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + 4 ||
+	    iov[1].iov_len > sizeof(init) ||
+	    !__atomic_load_n(&add_parallel_dirops, __ATOMIC_ACQUIRE))
+		return writev(fd, iov, count);
+	memcpy(&init, iov[1].iov_base, iov[1].iov_len);
+	init.flags |= FUSE_PARALLEL_DIROPS;
+	if (debug)
+		fprintf(stderr, "fusepass: INIT reply: FUSE_PARALLEL_DIROPS "
+		                "added\n");
+	patched[0] = iov[0];
+	patched[1].iov_base = &init;
+	patched[1].iov_len = iov[1].iov_len;
+	return writev(fd, patched, 2);
+}
+
 static void *fp_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	(void)conn;
 	latency();
+	/* Lookups and reads of one directory run at once, as on a network
+	 * file system (see the top). */
+	if (conf.serial_dirops) {
+		conn->want &= ~FUSE_CAP_PARALLEL_DIROPS;
+	} else if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) {
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+		__atomic_store_n(&add_parallel_dirops, 1, __ATOMIC_RELEASE);
+	}
 	/* Inode numbers are the source's.  Calls on an open file go
 	 * through its descriptor and need no path; a removed file that is
 	 * still open is renamed to .fuse_hidden* (libfuse's default), so
@@ -136,16 +246,32 @@ static void *fp_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return NULL;
 }
 
+static void fp_destroy(void *private_data)
+{
+	FILE *f;
+
+	(void)private_data;
+	if (!conf.stats || !(f = fopen(conf.stats, "a")))
+		return;
+	fprintf(f, "calls=%lu peak=%lu lookups=%lu lookup_peak=%lu\n",
+	        all_calls.calls, all_calls.peak, lookups.calls, lookups.peak);
+	fclose(f);
+}
+
 static int fp_getattr(const char *path, struct stat *st,
                       struct fuse_file_info *fi)
 {
 	int rc;
 
-	latency();
-	if (fi)
+	if (fi) {
+		latency();
 		rc = fstat((int)fi->fh, st);
-	else
+	} else {
+		count_in(&lookups);
+		latency();
 		rc = fstatat(src_fd, rel(path), st, AT_SYMLINK_NOFOLLOW);
+		count_out(&lookups);
+	}
 	return rc == 0 ? 0 : neg_errno();
 }
 
@@ -435,6 +561,7 @@ static int fp_fallocate(const char *path, int mode, off_t off, off_t len,
 
 static const struct fuse_operations fp_ops = {
     .init = fp_init,
+    .destroy = fp_destroy,
     .getattr = fp_getattr,
     .readlink = fp_readlink,
     .mknod = fp_mknod,
@@ -483,12 +610,67 @@ static void usage(const char *prog)
 	       "A passthrough of SOURCE at MOUNTPOINT.\n"
 	       "    -o delay_us=N    wait N microseconds in every call\n"
 	       "    -o delay_ms=N    wait N milliseconds in every call\n"
-	       "    -o hard_remove   remove a file still open at once\n"
 	       "                     (default: $FUSEPASS_DELAY_US, else 0)\n"
+	       "    -o hard_remove   remove a file still open at once\n"
+	       "    -o serial_dirops one LOOKUP or READDIR at a time per\n"
+	       "                     directory (the kernel's default)\n"
+	       "    -o stats=FILE    append call counts to FILE at unmount\n"
 	       "default_permissions is always on; as root, add\n"
 	       "-o allow_other for other users.\n"
 	       "\n",
 	       prog);
+}
+
+/* fuse_main, with the reply to INIT through io_read and io_writev, and
+ * -o max_threads passed to the loop here (upstream 3.14's fuse_main drops
+ * it, libfuse commit ab5ca07a). */
+static int run(struct fuse_args *args)
+{
+	static const struct fuse_custom_io io = {
+	    .read = io_read,
+	    .writev = io_writev,
+	};
+	struct fuse_loop_config *loop = NULL;
+	struct fuse_cmdline_opts opts;
+	struct fuse_session *se;
+	struct fuse *fuse;
+	int rc = 1;
+
+	if (fuse_parse_cmdline(args, &opts) != 0)
+		return 1;
+	debug = opts.debug;
+	if (!opts.mountpoint) {
+		fprintf(stderr, "fusepass: no mount point\n");
+		return 2;
+	}
+	fuse = fuse_new(args, &fp_ops, sizeof(fp_ops), NULL);
+	if (!fuse)
+		goto out;
+	if (fuse_mount(fuse, opts.mountpoint) != 0)
+		goto destroy;
+	se = fuse_get_session(fuse);
+	/* The same descriptor, read and written through io. */
+	if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0 ||
+	    fuse_daemonize(opts.foreground) != 0 ||
+	    fuse_set_signal_handlers(se) != 0)
+		goto unmount;
+	if (opts.singlethread) {
+		rc = fuse_loop(fuse) != 0;
+	} else if ((loop = fuse_loop_cfg_create()) != NULL) {
+		fuse_loop_cfg_set_clone_fd(loop, (unsigned)opts.clone_fd);
+		fuse_loop_cfg_set_idle_threads(loop, opts.max_idle_threads);
+		fuse_loop_cfg_set_max_threads(loop, opts.max_threads);
+		rc = fuse_loop_mt(fuse, loop) != 0;
+		fuse_loop_cfg_destroy(loop);
+	}
+	fuse_remove_signal_handlers(se);
+unmount:
+	fuse_unmount(fuse);
+destroy:
+	fuse_destroy(fuse);
+out:
+	free(opts.mountpoint);
+	return rc;
 }
 
 int main(int argc, char *argv[])
@@ -560,9 +742,10 @@ int main(int argc, char *argv[])
 	umask(0);
 	if (fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
 		return 1;
-	rc = fuse_main(args.argc, args.argv, &fp_ops, NULL);
+	rc = run(&args);
 	fuse_opt_free_args(&args);
 	close(src_fd);
 	free(conf.source);
+	free(conf.stats);
 	return rc;
 }
