@@ -80,6 +80,8 @@ static void meta_done(struct io_op *op)
 
 static int submit_meta(struct io_op *op)
 {
+	int rc;
+
 	op->submitted_ns = monotonic_ns();
 	op->ring_result = 0;
 	op->meta_then = op->done;
@@ -87,10 +89,16 @@ static int submit_meta(struct io_op *op)
 	op->meta_in_worker = !io_ring_has(op->opcode);
 	if (!op->meta_in_worker) {
 		debug3("io_uring: %s", meta_names[op->opcode]);
-		return backend->submit(op);
+		rc = backend->submit(op);
+	} else {
+		op->call = run_now_call;
+		rc = workers_submit(op);
 	}
-	op->call = run_now_call;
-	return workers_submit(op);
+	/* Not submitted (-EBUSY: the queue submits the same op again):
+	 * unwrapped, or meta_done would be its own "then". */
+	if (rc < 0)
+		op->done = op->meta_then;
+	return rc;
 }
 
 int io_submit(struct io_op *op)

@@ -17,8 +17,11 @@ enum route route_request(int offloadable, int slow, int ring_op)
 
 enum ring_answer ring_answer(int is_close, long result)
 {
+	/* A close cancelled before it ran (io-wq could not start a thread:
+	 * RLIMIT_NPROC, a pids cgroup) left the descriptor open: made again.
+	 * Any other answer of a close is final. */
 	if (is_close)
-		return RING_FINAL;
+		return result == -ECANCELED ? RING_AGAIN : RING_FINAL;
 	switch (result) {
 	case -EAGAIN:
 	case -EINTR:

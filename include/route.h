@@ -29,9 +29,10 @@ enum ring_answer {
 };
 
 /* What a metadata call's completion (result: 0 or more, or -errno) is.
- * A close is final whatever it says: the descriptor is gone once the
- * call ran, as with close(2), and a second close could close another
- * file that took its number. */
+ * A close is final whatever it says, once it ran: the descriptor is gone
+ * then, as with close(2), and a second close could close another file
+ * that took its number; only a close cancelled before it ran
+ * (-ECANCELED) is made again. */
 enum ring_answer ring_answer(int is_close, long result);
 
 /* After RING_CHECK: did io_uring refuse the operation (the plain call's

@@ -60,7 +60,7 @@ else
 	fail "the I/O path names paths:"
 	echo "$found"
 fi
-setters=$(cd "$SRC" && grep -nE '\.path2? = ' -- *.c | grep -v '^handlers-path\.c:' || true)
+setters=$(cd "$SRC" && grep -nE '(\.|->)path2? = ' -- *.c | grep -v '^handlers-path\.c:' || true)
 if [ -z "$setters" ] && (cd "$SRC" &&
 	sed -n '/^int ring_call(/,/^}/p' handlers-path.c | grep -q 'confine_active()'); then
 	pass "only ring_call names a path to the I/O path, and not under --confine"

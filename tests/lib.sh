@@ -170,6 +170,18 @@ find_server() {
 	fi
 }
 
+# kernel_at_least MAJOR MINOR: the kernel the server sees (the test hook
+# URING_SFTP_TEST_KERNEL, doc/design.md "The kernel matrix", or the
+# running one) is MAJOR.MINOR or later.
+kernel_at_least() {
+	local v=${URING_SFTP_TEST_KERNEL:-$(uname -r)} major minor
+	major=${v%%.*}
+	minor=${v#*.}
+	minor=${minor%%[!0-9]*}
+	[[ $major =~ ^[0-9]+$ && $minor =~ ^[0-9]+$ ]] || return 0
+	((major > $1 || (major == $1 && minor >= $2)))
+}
+
 is_openssh_server() {
 	[ "${SERVER_IS_OPENSSH:-}" = 1 ] && return 0
 	[ "$(readlink -f "$SERVER")" = "$(readlink -f "$OPENSSH_SFTP_SERVER")" ]

@@ -422,8 +422,11 @@ check_listing() {
 			same_names "$c" "$P/list-$c.out"
 		;;
 	esac
-	check "[$PASS] $c got READDIR replies of more than 100 names" \
-		long_replies "$P/list-$c.log"
+	# OpenSSH's server sends 100 names a reply, no more.
+	if ! is_openssh_server; then
+		check "[$PASS] $c got READDIR replies of more than 100 names" \
+			long_replies "$P/list-$c.log"
+	fi
 }
 
 for i in "${!PASS_NAMES[@]}"; do
