@@ -134,12 +134,16 @@ def main():
     ap.add_argument("--server-args", default="")
     ap.add_argument("--prefix", default="")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--log-level", default="ERROR")
+    ap.add_argument("--server-log", default=None,
+                    help="keep the server's stderr in this file")
     args = ap.parse_args()
     argv = (shlex.split(args.prefix) + [os.path.abspath(args.server)]
-            + shlex.split(args.server_args) + ["-e", "-l", "ERROR"])
+            + shlex.split(args.server_args) + ["-e", "-l", args.log_level])
     work = tempfile.mkdtemp(prefix="leaks.", dir=args.workdir)
     timeout = 60 if args.prefix else 15
-    with sc.Client(argv, cwd=work, timeout=timeout) as c:
+    with sc.Client(argv, cwd=work, timeout=timeout,
+                   stderr=args.server_log) as c:
         c.init()
         before = fds(c.proc.pid)
         workload(c)
