@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "listing.h"
 #include "log.h"
+#include "nocache.h"
 #include "parse.h"
 #include "readahead.h"
 #include "readmem.h"
@@ -208,6 +209,11 @@ static void open_finish(struct request *req)
 			h->is_regular = 0;
 		if ((flags & O_ACCMODE) != O_WRONLY)
 			readahead_on_open(h);
+		/* Without a size nothing written counts as new (kept). */
+		nocache_open(&h->nocache, h->fd, h->is_regular, h->dev,
+		             req->opened_has_st
+		                 ? (uint64_t)req->opened_st.st_size
+		                 : UINT64_MAX);
 		send_handle(req, idx);
 		status = SSH2_FX_OK;
 	}
@@ -388,8 +394,10 @@ int process_close(struct request *req)
 	if (get_handle(req, "process_close", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
-	if ((h = handle_get(idx, HANDLE_FILE)) != NULL)
+	if ((h = handle_get(idx, HANDLE_FILE)) != NULL) {
+		nocache_close(&h->nocache, h->fd);
 		job = close_job_new(h);
+	}
 	log_close(idx, job);
 	/* The slot is free now, as OpenSSH's is once it answers: later
 	 * requests see the handle gone. */
@@ -434,6 +442,11 @@ static void read_finish(struct request *req)
 	size_t n = req->io_done;
 	uint8_t *p = req->read_mem;
 
+	if (h != NULL) {
+		nocache_after_io(&h->nocache, h->fd, req->io.rw_refused);
+		nocache_after_read(&h->nocache, h->fd, req->start, n,
+		                   n < req->io_want, &req->nocache_read);
+	}
 	if (n == 0) {
 		request_give_read_mem(req);
 		if (last < 0) {
@@ -496,6 +509,8 @@ static void setup_io(struct request *req, struct handle *h, int idx,
 	}
 	req->io.opcode = op;
 	req->io.fd = h->fd;
+	req->io.rw_flags = h->is_regular ? nocache_rw_flags(&h->nocache) : 0;
+	req->io.rw_refused = 0;
 	req->io.buf = buf;
 	req->io.len = len;
 	req->io.owner = req;
@@ -538,8 +553,10 @@ int process_read(struct request *req)
 		debug("request %u: sent data len %d", req->id, 0);
 		return HANDLER_DONE;
 	}
-	if (h->is_regular)
+	/* With --nocache the hints' pages would stay cached. */
+	if (h->is_regular && h->nocache.mode == NOCACHE_OFF)
 		readahead_on_read(h, pos, len);
+	nocache_before_read(&h->nocache, h->fd, pos, len, &req->nocache_read);
 	/* The bytes are copied out of the file when the read runs, into
 	 * memory of ours (take_read_mem): a reply holds what the file held
 	 * then, whatever happens to the file afterwards. */
@@ -560,6 +577,11 @@ static void write_finish(struct request *req)
 	if (h != NULL) {
 		h->write_failed = req->io_done != req->io_want;
 		h->writes_failed |= h->write_failed;
+		nocache_after_io(&h->nocache, h->fd, req->io.rw_refused);
+		nocache_after_write(&h->nocache, h->fd,
+		                    req->end == UINT64_MAX ? UINT64_MAX
+		                                           : req->start,
+		                    req->io_done);
 	}
 	if (req->io_done == req->io_want) {
 		/* Only acknowledged bytes count, as in OpenSSH's close line. */

@@ -44,6 +44,7 @@ enum long_only_option {
 	OPT_XFERLOG_FORMAT,
 	OPT_ATOMIC_UPLOADS,
 	OPT_FSYNC_ON_CLOSE,
+	OPT_NOCACHE,
 };
 
 /*
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
     {"xferlog-format", required_argument, NULL, OPT_XFERLOG_FORMAT},
     {"atomic-uploads", no_argument, NULL, OPT_ATOMIC_UPLOADS},
     {"fsync-on-close", no_argument, NULL, OPT_FSYNC_ON_CLOSE},
+    {"nocache", no_argument, NULL, OPT_NOCACHE},
     {NULL, 0, NULL, 0},
 };
 
@@ -146,6 +148,9 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "                              at all\n"
 	       "  --fsync-on-close            CLOSE answers once the file is "
 	       "on disk\n"
+	       "  --nocache                   transfers leave the page "
+	       "cache as they\n"
+	       "                              found it\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
@@ -367,6 +372,9 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		break;
 	case OPT_FSYNC_ON_CLOSE:
 		o->fsync_on_close = 1;
+		break;
+	case OPT_NOCACHE:
+		o->nocache = 1;
 		break;
 	case OPT_WRITE_MERGE:
 		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=

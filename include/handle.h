@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "nocache.h"
 
 /* HANDLE_RESERVED: taken for an OPEN still running, so that handles are
  * numbered in arrival order (handle_reserve). */
@@ -35,14 +36,15 @@ struct handle {
 	int is_regular;     /* short reads are resumed only on regular files */
 	mode_t type;        /* st_mode & S_IFMT at open (0 if unknown) */
 	uint64_t next_read; /* where a sequential READ stream continues */
-	uint64_t ahead_until;   /* read-ahead asked for up to here */
-	struct timespec opened; /* monotonic, for the transfer log */
-	int write_failed;       /* the last WRITE failed (transfer log) */
-	int writes_failed;      /* any WRITE (or copy-data into it) failed */
-	int upload_lost;        /* CLOSE could not finish it (transfer log) */
-	struct upload *upload;  /* what CLOSE must do (upload.h), or NULL */
-	char *order_path;       /* name made absolute, for the ordering rule
-	                         * (order.h); NULL: it has ".." */
+	uint64_t ahead_until;         /* read-ahead asked for up to here */
+	struct nocache_state nocache; /* --nocache (nocache.h) */
+	struct timespec opened;       /* monotonic, for the transfer log */
+	int write_failed;             /* the last WRITE failed (transfer log) */
+	int writes_failed;     /* any WRITE (or copy-data into it) failed */
+	int upload_lost;       /* CLOSE could not finish it (transfer log) */
+	struct upload *upload; /* what CLOSE must do (upload.h), or NULL */
+	char *order_path;      /* name made absolute, for the ordering rule
+	                        * (order.h); NULL: it has ".." */
 	int next_free;
 };
 
