@@ -445,7 +445,7 @@ static void read_finish(struct request *req)
 	if (h != NULL) {
 		nocache_after_io(&h->nocache, h->fd, req->io.rw_refused);
 		nocache_after_read(&h->nocache, h->fd, req->start, n,
-		                   n < req->io_want, &req->nocache_read);
+		                   &req->nocache_read);
 	}
 	if (n == 0) {
 		request_give_read_mem(req);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -47,35 +48,27 @@ static int refused_before(dev_t dev)
 	return 0;
 }
 
-static int was_resident(const uint64_t *resident, uint64_t i)
+static int bit(const uint8_t *map, uint64_t i)
 {
-	return i >= NOCACHE_READ_PAGES || (resident[i / 64] >> (i % 64)) & 1;
+	return (map[i / 8] >> (i % 8)) & 1;
 }
 
-int nocache_drop_ranges(uint64_t off, uint64_t n, unsigned long page,
-                        const uint64_t resident[NOCACHE_READ_PAGES / 64],
-                        int at_end, uint64_t runs[][2], int max)
+void nocache_drop_runs(const uint8_t *map, uint64_t from, uint64_t to,
+                       unsigned long page,
+                       void (*emit)(void *arg, uint64_t off, uint64_t len),
+                       void *arg)
 {
-	uint64_t first = off / page, end = (off + n + page - 1) / page, i, from;
-	int count = 0;
+	uint64_t i = from, start;
 
-	if (n == 0)
-		return 0;
-	/* A partial last page: the next READ's first page. */
-	if (!at_end && (off + n) % page != 0)
-		end--;
-	for (i = first; i < end && count < max;) {
-		if (was_resident(resident, i - first)) {
+	while (i < to) {
+		if (bit(map, i)) {
 			i++;
 			continue;
 		}
-		for (from = i; i < end && !was_resident(resident, i - first);)
+		for (start = i; i < to && !bit(map, i);)
 			i++;
-		runs[count][0] = from * page;
-		runs[count][1] = (i - from) * page;
-		count++;
+		emit(arg, start * page, (i - start) * page);
 	}
-	return count;
 }
 
 void nocache_open(struct nocache_state *nc, int fd, int regular, dev_t dev,
@@ -134,30 +127,60 @@ static int pages_resident(int fd, uint64_t first, uint64_t npages,
 	return rc;
 }
 
+/* Ask about pages [nc->known, to) into the map. */
+static void map_fill(struct nocache_state *nc, int fd, uint64_t to)
+{
+	static unsigned char vec[NOCACHE_AHEAD_PAGES];
+	uint64_t n, i, pg;
+
+	while (nc->known < to) {
+		n = to - nc->known;
+		if (n > NOCACHE_AHEAD_PAGES)
+			n = NOCACHE_AHEAD_PAGES;
+		if (pages_resident(fd, nc->known, n, vec) != 0)
+			memset(vec, 1, n); /* cannot tell: keep them all */
+		for (i = 0; i < n; i++) {
+			pg = nc->known + i - nc->base;
+			if (vec[i] & 1)
+				nc->map[pg / 8] |= (uint8_t)(1u << (pg % 8));
+		}
+		nc->known += n;
+	}
+}
+
 void nocache_before_read(struct nocache_state *nc, int fd, uint64_t off,
                          uint64_t len, struct nocache_read *r)
 {
 	unsigned long page = page_size();
-	uint64_t first = off / page, npages, i;
-	unsigned char vec[NOCACHE_READ_PAGES];
+	uint64_t first = off / page, last = (off + len - 1) / page, i, shift;
 
 	memset(r, 0, sizeof(*r));
 	if (nc->mode == NOCACHE_OFF || nc->confirmed || len == 0)
 		return;
-	npages = (off + len + page - 1) / page - first;
-	if (npages > NOCACHE_READ_PAGES)
-		npages = NOCACHE_READ_PAGES; /* the rest is kept */
-	if (pages_resident(fd, first, npages, vec) != 0)
-		memset(vec, 1, sizeof(vec)); /* cannot tell: keep them all */
-	/* The page the READ before brought in is not one cached before. */
-	if (nc->carry_page == first + 1)
-		vec[0] = 0;
-	for (i = 0; i < npages; i++)
-		if (vec[i] & 1)
-			r->resident[i / 64] |= (uint64_t)1 << (i % 64);
-	nc->carry_page = (off + len) % page != 0 && !(vec[npages - 1] & 1)
-	                     ? first + npages
-	                     : 0;
+	if (nc->map == NULL &&
+	    (nc->map = calloc(NOCACHE_MAP_PAGES / 8, 1)) == NULL)
+		return; /* nothing known: nothing dropped */
+	if (first < nc->base || first > nc->known) {
+		/* A seek away from what is known: start over there. */
+		nc->base = nc->known = nc->dropped = first - first % 8;
+		memset(nc->map, 0, NOCACHE_MAP_PAGES / 8);
+	} else if (last + NOCACHE_AHEAD_PAGES >= nc->base + NOCACHE_MAP_PAGES) {
+		/* Slide the map to start at this READ, or where the stream
+		 * is dropped up to. */
+		shift =
+		    ((first < nc->dropped ? first : nc->dropped) - nc->base) /
+		    8;
+		memmove(nc->map, nc->map + shift,
+		        NOCACHE_MAP_PAGES / 8 - shift);
+		memset(nc->map + NOCACHE_MAP_PAGES / 8 - shift, 0, shift);
+		nc->base += shift * 8;
+	}
+	/* Asked in long runs, half the way ahead at a time. */
+	if (nc->known < last + 1 + NOCACHE_AHEAD_PAGES / 2)
+		map_fill(nc, fd, last + 1 + NOCACHE_AHEAD_PAGES);
+	for (i = 0; i < NOCACHE_READ_PAGES; i++)
+		if (i > last - first || bit(nc->map, first + i - nc->base))
+			r->resident[i / 8] |= (uint8_t)(1u << (i % 8));
 	r->probed = 1;
 }
 
@@ -166,18 +189,51 @@ static void drop(int fd, uint64_t off, uint64_t len)
 	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 
-void nocache_after_read(struct nocache_state *nc, int fd, uint64_t off,
-                        uint64_t n, int at_end, const struct nocache_read *r)
-{
-	uint64_t runs[NOCACHE_READ_PAGES / 2 + 1][2];
-	int i, count;
+/* Where a map's page 0 is: drop_emit's argument. */
+struct drop_at {
+	int fd;
+	uint64_t from; /* bytes */
+};
 
-	if (nc->mode != NOCACHE_DROP || !r->probed)
+static void drop_emit(void *arg, uint64_t off, uint64_t len)
+{
+	const struct drop_at *at = arg;
+
+	drop(at->fd, at->from + off, len);
+}
+
+/* The stream's pages not cached before, up to page to, dropped (to: a
+ * page the map covers). */
+static void drop_stream(struct nocache_state *nc, int fd, uint64_t to)
+{
+	uint64_t page = page_size();
+	struct drop_at at = {fd, nc->base * page};
+
+	if (nc->map == NULL || to <= nc->dropped || nc->dropped < nc->base)
 		return;
-	count = nocache_drop_ranges(off, n, page_size(), r->resident, at_end,
-	                            runs, NOCACHE_READ_PAGES / 2 + 1);
-	for (i = 0; i < count; i++)
-		drop(fd, runs[i][0], runs[i][1]);
+	nocache_drop_runs(nc->map, nc->dropped - nc->base, to - nc->base, page,
+	                  drop_emit, &at);
+	nc->dropped = to;
+}
+
+void nocache_after_read(struct nocache_state *nc, int fd, uint64_t off,
+                        uint64_t n, const struct nocache_read *r)
+{
+	unsigned long page = page_size();
+	uint64_t first = off / page, end = (off + n) / page, align;
+	struct drop_at at = {fd, first * page};
+
+	if (nc->mode != NOCACHE_DROP || !r->probed || n == 0)
+		return;
+	if (first < nc->dropped || end > nc->known) {
+		/* Behind the stream (or a seek since): its own pages. */
+		nocache_drop_runs(r->resident, 0,
+		                  (off + n + page - 1) / page - first, page,
+		                  drop_emit, &at);
+		return;
+	}
+	align = NOCACHE_DROP_ALIGN / page;
+	drop_stream(nc, fd, end - end % align);
 }
 
 /* The run under write-back: on disk now, then dropped; the written run
@@ -229,10 +285,17 @@ void nocache_after_write(struct nocache_state *nc, int fd, uint64_t off,
 		writeback_step(nc, fd);
 }
 
+void nocache_forget(struct nocache_state *nc)
+{
+	free(nc->map);
+	nc->map = NULL;
+}
+
 void nocache_close(struct nocache_state *nc, int fd)
 {
 	if (nc->mode != NOCACHE_DROP)
 		return;
-	writeback_step(nc, fd); /* the written run to write-back */
-	writeback_step(nc, fd); /* and dropped */
+	drop_stream(nc, fd, nc->known); /* none of those was cached */
+	writeback_step(nc, fd);         /* the written run to write-back */
+	writeback_step(nc, fd);         /* and dropped */
 }
