@@ -23,75 +23,18 @@ for tool in fincore sftp cmp; do
 done
 make_workdir nocache
 SIZE_MB=${SIZE_MB:-64}
-LOOP=
 SHM=
 
 # shellcheck disable=SC2317 # run by the EXIT trap
 nc_cleanup() {
-	set +e
 	[ -z "$SHM" ] || rm -rf "$SHM"
-	if [ -n "$LOOP" ]; then
-		umount "$WORK/disk"
-		losetup -d "$LOOP"
-	fi
 	cleanup
 }
 trap nc_cleanup EXIT
 
-# drop FILE [OFF LEN]: the file's pages (or those of the range) out of the
-# page cache, written back first.
-drop() {
-	"$PYTHON3" -c '
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.fdatasync(fd)
-off, n = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (0, 0)
-os.posix_fadvise(fd, off, n, os.POSIX_FADV_DONTNEED)
-os.close(fd)' "$@"
-}
-
-# warm FILE [OFF LEN]: the file's pages (or the range's) into the cache.
-warm() {
-	"$PYTHON3" -c '
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-off, n = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (0, os.fstat(fd).st_size)
-while n > 0:
-    got = len(os.pread(fd, min(n, 1 << 20), off))
-    if got == 0:
-        break
-    off += got
-    n -= got
-os.close(fd)' "$@"
-}
-
-# cached_pct FILE: the percentage of FILE's pages in the page cache.
-cached_pct() {
-	local line
-	line=$(fincore -nb -o RES,SIZE "$1")
-	# shellcheck disable=SC2086 # two numbers
-	set -- $line
-	echo $(($1 * 100 / ($2 > 0 ? $2 : 1)))
-}
-
-# A directory whose files' pages DONTNEED drops (not tmpfs).
-DIR=${NOCACHE_DIR:-$WORK/files}
-mkdir -p "$DIR"
-head -c $((SIZE_MB << 20)) /dev/urandom >"$DIR/probe"
-drop "$DIR/probe"
-if [ "$(cached_pct "$DIR/probe")" -gt 5 ]; then
-	[ "$(id -u)" = 0 ] ||
-		skip_all "$DIR keeps pages DONTNEED drops (tmpfs?): set NOCACHE_DIR"
-	note "$DIR keeps dropped pages: using a loop ext4"
-	truncate -s $((SIZE_MB * 4 + 64))M "$WORK/disk.img"
-	mkfs.ext4 -q -F "$WORK/disk.img"
-	LOOP=$(losetup --find --show "$WORK/disk.img")
-	mkdir "$WORK/disk"
-	mount "$LOOP" "$WORK/disk"
-	DIR=$WORK/disk
-	mv "$WORK/files/probe" "$DIR/probe"
-fi
-mv "$DIR/probe" "$DIR/src"
+droppable_dir "${NOCACHE_DIR:-$WORK/files}" $((SIZE_MB * 4 + 64))
+DIR=$DROP_DIR
+head -c $((SIZE_MB << 20)) /dev/urandom >"$DIR/src"
 if [ -d /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
 	SHM=$(mktemp -d /dev/shm/nocache.XXXXXXXX)
 fi
@@ -113,7 +56,7 @@ sftp_batch() {
 at_most() {
 	local pct i
 	for i in 1 2 3 4 5 6 7 8 9 10; do
-		pct=$(cached_pct "$2")
+		pct=$(page_cache_pct "$2")
 		[ "$pct" -le "$1" ] && break
 		sleep 0.1
 	done
@@ -126,7 +69,7 @@ at_most() {
 
 between() {
 	local pct
-	pct=$(cached_pct "$3")
+	pct=$(page_cache_pct "$3")
 	if [ "$pct" -ge "$1" ] && [ "$pct" -le "$2" ]; then
 		pass "$4: $pct% cached"
 	else
@@ -149,27 +92,27 @@ for i in "${!PASS_NAMES[@]}"; do
 	rm -f "$DIR/copy" "$DIR/up"
 
 	# A file nobody had read: gone from the cache after the download.
-	drop "$DIR/src"
+	page_cache_drop "$DIR/src"
 	sftp_batch "$args" "get $DIR/src $DIR/copy"
 	at_most 5 "$DIR/src" "$name: cold download"
 	check "$name: cold download: same bytes" same_file "$DIR/src" "$DIR/copy"
 
 	# Cached before: stays cached.
-	warm "$DIR/src"
+	page_cache_warm "$DIR/src"
 	sftp_batch "$args" "get $DIR/src /dev/null"
 	between 95 100 "$DIR/src" "$name: warm download stays warm"
 
 	# Half cached before (and what the kernel read ahead of it): that
 	# stays, the rest goes.
-	drop "$DIR/src"
-	warm "$DIR/src" 0 "$half"
-	pre=$(cached_pct "$DIR/src")
+	page_cache_drop "$DIR/src"
+	page_cache_warm "$DIR/src" 0 "$half"
+	pre=$(page_cache_pct "$DIR/src")
 	sftp_batch "$args" "get $DIR/src /dev/null"
 	between "$((pre - 1))" "$((pre + 5))" "$DIR/src" \
 		"$name: half-cached download keeps its $pre%"
 
 	# An upload.
-	drop "$DIR/copy"
+	page_cache_drop "$DIR/copy"
 	sftp_batch "$args" "put $DIR/copy $DIR/up"
 	at_most 5 "$DIR/up" "$name: upload"
 	check "$name: upload: same bytes" same_file "$DIR/copy" "$DIR/up"
