@@ -219,6 +219,12 @@ def main():
         print("PASS: recorded in %s" % ARGS.budget)
         print("1 passed, 0 failed")
         return 0
+    recorded = re.search(r"^# Recorded on Linux (\S+),",
+                         open(ARGS.budget).read(), re.M)
+    if recorded and recorded.group(1) != os.uname().release:
+        print("NOTE: the figures were recorded on Linux %s, this is %s: "
+              "counts may differ by kernel" % (recorded.group(1),
+                                              os.uname().release))
     passed = failed = 0
     for scenario in SCENARIOS:
         for c in COUNTERS:
