@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "nocache.h"
 #include "testkernel.h"
 
@@ -101,7 +103,13 @@ void nocache_after_io(struct nocache_state *nc, int fd, int refused)
 		return;
 	if (refused) {
 		nc->mode = NOCACHE_DROP;
-		if (refused_devs < REFUSED_DEVS && !refused_before(nc->dev))
+		if (refused_before(nc->dev))
+			return;
+		/* Once per file system (while there is room to remember). */
+		verbose("--nocache: no RWF_DONTCACHE on device %u:%u: the "
+		        "server drops the pages itself",
+		        major(nc->dev), minor(nc->dev));
+		if (refused_devs < REFUSED_DEVS)
 			refused_dev[refused_devs++] = nc->dev;
 	} else if (!nc->confirmed) {
 		/* The kernel drops what it reads ahead for such reads. */
