@@ -78,27 +78,25 @@ def counter_prefix(tmp):
                 lambda: int(re.search(r"^(\d+),", open(out).read(),
                                       re.M).group(1)))
     return (["strace", "-f", "-c", "-o", out, "--"],
-            lambda: int(re.search(r"^\S+\s+\S+\s+\S+\s+\S+\s+(\d+)\s+"
+            lambda: int(re.search(r"^\S+\s+\S+\s+\S+\s+(\d+)\s+"
                                   r"(?:\d+\s+)?total$", open(out).read(),
                                   re.M).group(1)))
 
 
-def run_once(scenario, data, target, tmp):
-    prefix, syscalls = counter_prefix(tmp)
-    rus = os.path.join(tmp, "rusage")
+def transfer(scenario, data, target, prefix, rus):
+    """One transfer of scenario, the server under prefix: its rusage."""
     if scenario == "cold-download":
         drop(data)
     elif scenario == "warm-download":
         warm(data)
-    else:
-        if os.path.exists(target):
-            os.unlink(target)
+    elif os.path.exists(target):
+        os.unlink(target)
     mode, path = ("upload", target) if scenario == "upload" else \
         ("download", data)
     server = ARGS.as_user + [ARGS.load, "wrap", rus, "--", ARGS.server] + \
         shlex.split(ARGS.server_args)
-    cmd = ARGS.pin + [ARGS.load, "-s", str(ARGS.size), "-b", "261120", "-q", "16",
-           mode, path, "--"] + prefix + server
+    cmd = ARGS.pin + [ARGS.load, "-s", str(ARGS.size), "-b", "261120",
+                      "-q", "16", mode, path, "--"] + prefix + server
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0 or "RESULT" not in r.stdout:
         raise RuntimeError("%s failed (%d): %s%s" % (
@@ -107,9 +105,21 @@ def run_once(scenario, data, target, tmp):
     if ru["status"] != "0":
         raise RuntimeError("%s: the server exited %s" % (scenario,
                                                          ru["status"]))
+    return ru
+
+
+def run_once(scenario, data, target, tmp):
+    prefix, syscalls = counter_prefix(tmp)
+    rus = os.path.join(tmp, "rusage")
+    ru = transfer(scenario, data, target, prefix, rus)
+    calls = syscalls()
+    if ARGS.counter == "strace":
+        # Every traced call stops the server: its switches and faults are
+        # taken from a run of its own.
+        ru = transfer(scenario, data, target, [], rus)
     scale = GiB / ARGS.size
     return {
-        "syscalls": syscalls() * scale,
+        "syscalls": calls * scale,
         "wakeups": int(ru["nvcsw"]) * scale,
         "minflt": int(ru["minflt"]) * scale,
         "majflt": int(ru["majflt"]) * scale,
@@ -194,7 +204,8 @@ def main():
     # the same order whatever else the machine does (on two CPUs, how
     # requests meet the server's loop turns follows the load).
     ARGS.pin = ["taskset", "-c", str(min(os.sched_getaffinity(0)))]
-    ARGS.counter = "perf" if perf_works() else "strace"
+    ARGS.counter = os.environ.get("BUDGET_COUNTER") or (
+        "perf" if perf_works() else "strace")
     print("system calls counted by %s" % ARGS.counter)
     data = os.path.join(ARGS.dir, "data")
     target = os.path.join(ARGS.dir, "up", "data")

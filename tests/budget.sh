@@ -9,6 +9,8 @@
 #   tests/budget.sh --record    measure and write tests/budget.txt (do it
 #                               deliberately: doc/testing.md says when)
 #   BUDGET_SIZE_MB=64 BUDGET_RUNS=3
+#   BUDGET_COUNTER=perf|strace  how system calls are counted (default: perf
+#                               where it can count them, else strace)
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
