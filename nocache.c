@@ -135,12 +135,14 @@ static int pages_resident(int fd, uint64_t first, uint64_t npages,
 	return rc;
 }
 
-/* Ask about pages [nc->known, to) into the map. */
+/* Ask about pages [nc->known, to) into the map (as far as it reaches). */
 static void map_fill(struct nocache_state *nc, int fd, uint64_t to)
 {
 	static unsigned char vec[NOCACHE_AHEAD_PAGES];
 	uint64_t n, i, pg;
 
+	if (to > nc->base + NOCACHE_MAP_PAGES)
+		to = nc->base + NOCACHE_MAP_PAGES;
 	while (nc->known < to) {
 		n = to - nc->known;
 		if (n > NOCACHE_AHEAD_PAGES)
@@ -186,8 +188,11 @@ void nocache_before_read(struct nocache_state *nc, int fd, uint64_t off,
 	/* Asked in long runs, half the way ahead at a time. */
 	if (nc->known < last + 1 + NOCACHE_AHEAD_PAGES / 2)
 		map_fill(nc, fd, last + 1 + NOCACHE_AHEAD_PAGES);
+	/* Pages past the READ, or past what is known, count as cached:
+	 * kept. */
 	for (i = 0; i < NOCACHE_READ_PAGES; i++)
-		if (i > last - first || bit(nc->map, first + i - nc->base))
+		if (i > last - first || first + i >= nc->known ||
+		    bit(nc->map, first + i - nc->base))
 			r->resident[i / 8] |= (uint8_t)(1u << (i % 8));
 	r->probed = 1;
 }
@@ -272,10 +277,12 @@ void nocache_after_write(struct nocache_state *nc, int fd, uint64_t off,
 
 	if (nc->mode != NOCACHE_DROP || n == 0 || off == UINT64_MAX)
 		return;
-	/* Only whole pages past the old end: a page of the file before it
-	 * may have been cached before. */
-	from = off < nc->old_size ? nc->old_size : off;
-	from = (from + page - 1) / page * page;
+	/* Only pages past the old end: a page of the file before it may
+	 * have been cached before.  A partial page at either end is ours
+	 * (the WRITE next to it fills it). */
+	from = off - off % page;
+	if (from < (nc->old_size + page - 1) / page * page)
+		from = (nc->old_size + page - 1) / page * page;
 	to = (off + n + page - 1) / page * page;
 	if (from >= to)
 		return;
