@@ -498,11 +498,12 @@ os.close(fd)' "$@"
 }
 
 # page_cache_warm FILE [OFF LEN]: FILE's pages (or the range's) read into
-# the page cache.
+# the page cache, and no more (no read-ahead past them).
 page_cache_warm() {
 	"$PYTHON3" -c '
 import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
 off, n = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (0, os.fstat(fd).st_size)
 while n > 0:
     got = len(os.pread(fd, min(n, 1 << 20), off))

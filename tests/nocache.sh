@@ -8,7 +8,7 @@
 # Only the test's own files are dropped from the cache (fadvise
 # DONTNEED), never the machine's.
 #
-#   tests/nocache.sh            SIZE_MB=64 by default
+#   tests/nocache.sh            SIZE_MB=32 by default
 #   NOCACHE_DIR=DIR             where the files go (default: the work
 #                               directory; a loop ext4 as root when its file
 #                               system keeps pages DONTNEED asks to drop)
@@ -22,7 +22,7 @@ for tool in fincore sftp cmp; do
 	command -v $tool >/dev/null || skip_all "no $tool"
 done
 make_workdir nocache
-SIZE_MB=${SIZE_MB:-64}
+SIZE_MB=${SIZE_MB:-32}
 SHM=
 
 # shellcheck disable=SC2317 # run by the EXIT trap
