@@ -33,6 +33,7 @@
 #include "cancel.h"
 #include "coalesce.h"
 #include "confine.h"
+#include "kernelrules.h"
 #include "handle.h"
 #include "handlers.h"
 #include "input.h"
@@ -348,6 +349,9 @@ int main(int argc, char **argv)
 		        (unsigned long)getuid(), srv.user, srv.home);
 	log_set_cleanup(log_cleanup);
 	testkernel_init(); /* a test's older kernel: testkernel.h */
+	/* Before --confine closes /proc to us (Landlock). */
+	if (srv.opt.atomic_uploads)
+		kernelrules_init();
 	/* Keep other processes of this user out of our memory. */
 	if (prctl(PR_SET_DUMPABLE, 0) != 0)
 		fatal_exit(255, "unable to make the process undumpable: %s",
