@@ -39,6 +39,7 @@
 #include "sftp.h"
 #include "status.h"
 #include "upload.h"
+#include "upload.h"
 #include "xferlog.h"
 
 /* copy-data moves data in chunks of this size, as OpenSSH does. */
@@ -187,15 +188,14 @@ int process_extended_lsetstat(struct request *req)
 
 /* ---- limits -------------------------------------------------------- */
 
-/* Handles are bounded by the descriptor limit; keep a few descriptors for
- * stdio, syslog and a spare, as OpenSSH reckons it. */
+/* Handles are bounded by the descriptor limit (upload_max_handles). */
 static uint64_t max_open_handles(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur <= 5)
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return 0;
-	return (uint64_t)rl.rlim_cur - 5;
+	return upload_max_handles((uint64_t)rl.rlim_cur);
 }
 
 int process_extended_limits(struct request *req)

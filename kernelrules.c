@@ -64,6 +64,10 @@ int sticky_create_rule(const struct protected_levels *lv, uid_t fsuid,
 
 /* ---- the sysctls, read at every use --------------------------------- */
 
+#define REGULAR_PATH "/proc/sys/fs/protected_regular"
+#define FIFOS_PATH "/proc/sys/fs/protected_fifos"
+
+/* Kept open under --confine only: elsewhere each use opens the file. */
 static int regular_fd = -1, fifos_fd = -1;
 
 static int open_sysctl(const char *path)
@@ -78,19 +82,30 @@ static int open_sysctl(const char *path)
 void kernelrules_init(void)
 {
 	if (regular_fd < 0)
-		regular_fd = open_sysctl("/proc/sys/fs/protected_regular");
+		regular_fd = open_sysctl(REGULAR_PATH);
 	if (fifos_fd < 0)
-		fifos_fd = open_sysctl("/proc/sys/fs/protected_fifos");
+		fifos_fd = open_sysctl(FIFOS_PATH);
 }
 
-/* The level now; 1 (what distributions set) where it cannot be read: in
- * a chroot without /proc. */
-static int read_level(int fd)
+unsigned kernelrules_descriptors(void)
+{
+	return (regular_fd >= 0) + (fifos_fd >= 0);
+}
+
+/* The level now, through fd or else by opening path; 1 (what
+ * distributions set) where it cannot be read: in a chroot without /proc. */
+static int read_level(int fd, const char *path)
 {
 	char buf[16];
 	ssize_t n;
+	int own = fd < 0;
 
-	if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+	if (own && (fd = open_sysctl(path)) < 0)
+		return 1;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (own)
+		close(fd);
+	if (n <= 0)
 		return 1;
 	buf[n] = '\0';
 	return atoi(buf);
@@ -102,8 +117,8 @@ int sticky_create_allowed(const struct stat *dir, const struct stat *st)
 
 	if (!(dir->st_mode & S_ISVTX))
 		return 0; /* not sticky: no need to read anything */
-	lv.regular = read_level(regular_fd);
-	lv.fifos = read_level(fifos_fd);
+	lv.regular = read_level(regular_fd, REGULAR_PATH);
+	lv.fifos = read_level(fifos_fd, FIFOS_PATH);
 	return sticky_create_rule(&lv, geteuid(), dir, st);
 }
 

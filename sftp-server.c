@@ -46,6 +46,7 @@
 #include "workers.h"
 #include "queue.h"
 #include "testkernel.h"
+#include "upload.h"
 #include "xferlog.h"
 #include "server.h"
 #include "session.h"
@@ -166,10 +167,10 @@ static void set_handle_limit(void)
 {
 	struct rlimit rl;
 
-	/* Descriptors bound handles anyway; the table never outgrows
-	 * them. */
+	/* No more than limits@openssh.com advertises (which is what the
+	 * descriptors hold): one more OPEN fails cleanly, never halfway. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		handle_set_limit((unsigned)rl.rlim_cur);
+		handle_set_limit((unsigned)upload_max_handles(rl.rlim_cur));
 }
 
 /* The worker threads' signal that a job finished (workers.h): blocked
@@ -350,7 +351,7 @@ int main(int argc, char **argv)
 	log_set_cleanup(log_cleanup);
 	testkernel_init(); /* a test's older kernel: testkernel.h */
 	/* Before --confine closes /proc to us (Landlock). */
-	if (srv.opt.atomic_uploads)
+	if (srv.opt.atomic_uploads && srv.opt.confine)
 		kernelrules_init();
 	/* Keep other processes of this user out of our memory. */
 	if (prctl(PR_SET_DUMPABLE, 0) != 0)

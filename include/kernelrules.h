@@ -27,9 +27,13 @@ int sticky_create_rule(const struct protected_levels *lv, uid_t fsuid,
                        const struct stat *dir, const struct stat *st);
 
 /* Open the sysctl files now, while the confinement (Landlock) still lets
- * us: they are read through these descriptors at every use.  Called once
- * at start; without /proc the levels are taken as 1 (see the .c). */
+ * us: they are read through these descriptors at every use (else each
+ * use opens them).  Called once at start under --confine with
+ * --atomic-uploads; without /proc the levels are taken as 1. */
 void kernelrules_init(void);
+
+/* Descriptors kernelrules_init keeps open. */
+unsigned kernelrules_descriptors(void);
 
 /* sticky_create_rule with the levels in force now and our fsuid. */
 int sticky_create_allowed(const struct stat *dir, const struct stat *st);
