@@ -131,9 +131,9 @@ def upload(c, name):
     return ("handle", w.code, c.close_handle(rep.handle).code)
 
 
-def run(argv, base, cases):
+def run(argv, base, cases, env):
     """The cases (name, fn(client)) by a server as the victim in base."""
-    c = sc.Client(as_user(VICTIM) + argv, cwd=base, timeout=20)
+    c = sc.Client(as_user(VICTIM) + argv, cwd=base, env=env, timeout=20)
     try:
         c.init()
         got = [(name, fn(c)) for name, fn in cases]
@@ -145,15 +145,16 @@ def run(argv, base, cases):
 
 
 def cases_for(mode, level):
-    """What the victim's client does: mode "atomic" (uploads) or
-    "confine" (also chmod through the link)."""
+    """What the victim's client does: mode names the options, "atomic"
+    (--atomic-uploads), "confine" (--confine: also chmod through the link)
+    or both ("confine+atomic")."""
     cases = [("upload through a planted link",
               lambda c: upload(c, "tmp/report.csv")),
              ("upload through a planted dangling link",
               lambda c: upload(c, "tmp/dangling")),
              ("stat through a planted link",
               lambda c: (code(c.stat("tmp/report.csv")),))]
-    if mode == "confine":
+    if "confine" in mode:
         cases.append(("SETSTAT 0644 through a planted link",
                       lambda c: (c.setstat("tmp/report.csv",
                                            {"perm": 0o644}).code,)))
@@ -161,7 +162,7 @@ def cases_for(mode, level):
     # which an atomic upload refuses to replace or replaces with a file of
     # its own user's (doc/uploads.md), and
     # opens a FIFO waiting for a reader forever (ours does not wait).
-    if mode == "confine" or level >= 1:
+    if "atomic" not in mode or level >= 1:
         cases.append(("upload over another user's file (protected_regular)",
                       lambda c: upload(c, "tmp/shared")))
         cases.append(("upload over another user's file in the victim's "
@@ -173,10 +174,12 @@ def cases_for(mode, level):
     return cases
 
 
-def attacks(server, server_args, base, mode):
-    """[(ok, what)]: each level, ours against OpenSSH's on equal trees."""
+def attacks(server, server_args, base, mode, env=None):
+    """[(ok, what)]: each level, ours against OpenSSH's on equal trees
+    (env: the servers' environment)."""
     ours = [server] + shlex.split(server_args) + ["-e", "-l", "ERROR"]
-    ours += ["--atomic-uploads"] if mode == "atomic" else ["--confine"]
+    ours += ["--atomic-uploads"] if "atomic" in mode else []
+    ours += ["--confine"] if "confine" in mode else []
     results = []
     saved = levels_now()
     try:
@@ -185,7 +188,7 @@ def attacks(server, server_args, base, mode):
             got = {}
             for who, argv in (("ours", ours), ("openssh", [OPENSSH])):
                 build(base)
-                got[who] = (run(argv, base, cases_for(mode, level)),
+                got[who] = (run(argv, base, cases_for(mode, level), env),
                             snapshot(base))
             (a, sa), (b, sb) = got["ours"], got["openssh"]
             for (name, x), (_, y) in zip(a, b):
