@@ -33,10 +33,10 @@
 #include "cancel.h"
 #include "coalesce.h"
 #include "confine.h"
-#include "kernelrules.h"
 #include "handle.h"
 #include "handlers.h"
 #include "input.h"
+#include "kernelrules.h"
 #include "log.h"
 #include "monotonic.h"
 #include "options.h"
@@ -167,10 +167,10 @@ static void set_handle_limit(void)
 {
 	struct rlimit rl;
 
-	/* No more than limits@openssh.com advertises (which is what the
-	 * descriptors hold): one more OPEN fails cleanly, never halfway. */
+	/* Descriptors bound handles anyway; the table never outgrows
+	 * them. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		handle_set_limit((unsigned)upload_max_handles(rl.rlim_cur));
+		handle_set_limit((unsigned)rl.rlim_cur);
 }
 
 /* The worker threads' signal that a job finished (workers.h): blocked

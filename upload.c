@@ -561,10 +561,14 @@ int upload_open(const char *name, int *flags, int mode, int replace,
 	if ((atomic || (srv.opt.fsync_on_close && writable(*flags) &&
 	                (*flags & O_CREAT))) &&
 	    target_of(name, *flags, &t) == -1) {
+		/* The name's own answers (ENOENT, EACCES, ELOOP, ...) are
+		 * OpenSSH's and logged as its; these are ours. */
 		rc = errno;
-		if (atomic)
-			logit("atomic upload \"%s\": refused: %s", name,
-			      strerror(rc));
+		if (rc == EMFILE || rc == ENFILE || rc == ENOMEM ||
+		    rc == EAGAIN)
+			logit(
+			    "upload \"%s\": refused, not written in place: %s",
+			    name, strerror(rc));
 		errno = rc;
 		return -1;
 	}
