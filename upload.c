@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "confine.h"
-#include "handle.h"
 #include "kernelrules.h"
 #include "log.h"
 #include "server.h"
@@ -760,17 +759,9 @@ int upload_mkdir(const char *path, mode_t mode)
 	return -1;
 }
 
-/* stdin, stdout, stderr, the ring (or log socket) and a spare. */
-#define RESERVED_DESCRIPTORS 5
-
-uint64_t upload_max_handles(uint64_t nofile)
+unsigned upload_descriptors_per_handle(void)
 {
-	unsigned per_handle =
-	    srv.opt.atomic_uploads || srv.opt.fsync_on_close ? 2 : 1;
-
-	return handle_limit_for(
-	    nofile, RESERVED_DESCRIPTORS + kernelrules_descriptors(),
-	    per_handle);
+	return srv.opt.atomic_uploads || srv.opt.fsync_on_close ? 2 : 1;
 }
 
 int upload_mkdir_one_call(void)
