@@ -827,13 +827,15 @@ def check_long_link_target(base):
     d = fresh(base, "longlink")
     t = os.path.join(d, "target")
     write(t, b"old")
-    sub = os.path.join(d, "x" * 200)
-    os.mkdir(sub)
-    # Its directory and its target together are longer than PATH_MAX;
-    # the kernel follows it all the same.
-    os.symlink("../" + "./" * 1990 + "target", os.path.join(sub, "link"))
+    # 13 directories of 250-byte names, and a link there whose target
+    # (885 bytes: short enough for a 1 KiB-block ext4) pasted after them
+    # is longer than PATH_MAX; the kernel follows it all the same.
+    deep = "/".join(["x" * 250] * 13)
+    os.makedirs(os.path.join(d, deep))
+    os.symlink("../" * 13 + "./" * 420 + "target",
+               os.path.join(d, deep, "link"))
     c = serve(["--atomic-uploads"], d)
-    rep = c.open("x" * 200 + "/link", WCT)
+    rep = c.open(deep + "/link", WCT)
     during = read(t)
     if rep.type == FXP_HANDLE:
         c.write(rep.handle, 0, b"new")
@@ -842,7 +844,7 @@ def check_long_link_target(base):
         got = [status(rep)]
     finish(c)
     say(during == b"old" and got == [FX_OK] and read(t) == b"new" and
-        os.path.islink(os.path.join(sub, "link")),
+        os.path.islink(os.path.join(d, deep, "link")),
         "a link whose target is long: followed by the kernel, an atomic "
         "upload all the same (the target whole until CLOSE)",
         (during, got, read(t)))
