@@ -148,7 +148,7 @@ def mask_modes(lines):
     return out
 
 
-# Options that change behaviour on purpose (README, "Uploads"): the
+# Options that change behaviour on purpose (doc/uploads.md): the
 # options, what to mask before comparing (or None), and for each scenario
 # (an fnmatch pattern) the aspects that differ from OpenSSH ("replies",
 # "tree", "log", "server only": a server-only check that does not hold)
@@ -184,7 +184,7 @@ HALF_HANDLES = "an upload holds two descriptors (its file and its " \
 
 def halves_handles(name):
     """Scenario name asks limits@openssh.com: under --fsync-on-close and
-    --atomic-uploads its max-open-handles differs (README, "Uploads")."""
+    --atomic-uploads its max-open-handles differs (doc/uploads.md)."""
     for v in ("fsync", "atomic"):
         aspects, why = VARIANTS[v][2].get(name, (set(), None))
         VARIANTS[v][2][name] = (aspects | {"replies"},
