@@ -156,7 +156,8 @@ def mask_modes(lines):
 ATOMIC_NOT_CLOSED = "an upload never closed is discarded: the file is not " \
     "there after the session"
 VARIANTS = {
-    # fsync is invisible: everything identical
+    # fsync is invisible but for the handles limits@openssh.com
+    # advertises (halves_handles)
     "fsync": (["--fsync-on-close"], None, {}),
     "atomic": (["--atomic-uploads"], None, {
         "write": ({"replies", "tree", "log"},
