@@ -90,9 +90,10 @@ static const struct handler plain_handlers[] = {
             ORDERED(ORDER_HANDLE_WRITE, HANDLE_ARG, "sa")),
     HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir,
             ORDERED(ORDER_PATH_READ, 0, "s")),
-    /* READDIR moves its handle on: two on one handle are in order. */
+    /* READDIR moves its handle on: two on one handle are in order.  It
+     * reports on the directory's files: a survey. */
     HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir,
-            ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
+            ORDERED(ORDER_HANDLE_SURVEY, HANDLE_ARG, "s")),
     HANDLER_PATHS(SSH2_FXP_REMOVE, "remove", 1, process_remove, PATH_NOFOLLOW,
                   PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s"),
                   RING_CALL(IO_UNLINKAT)),
@@ -125,7 +126,7 @@ static const struct handler ext_handlers[] = {
               process_extended_statvfs, ORDERED(ORDER_PATH_READ, 0, "s")),
     EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
               process_extended_fstatvfs,
-              ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
+              ORDERED(ORDER_HANDLE_SURVEY, HANDLE_ARG, "s")),
     EXTENSION_PATHS("hardlink@openssh.com", "1", "hardlink", 1,
                     process_extended_hardlink, PATH_NOFOLLOW, PATH_NOFOLLOW,
                     ORDERED(ORDER_PATH_WRITE, 0, "ss"), RING_CALL(IO_LINKAT)),

@@ -136,6 +136,34 @@ START_TEST(test_handles_and_io)
 }
 END_TEST
 
+/* READDIR and fstatvfs report on more than their handle's file: like a
+ * request on paths they wait for every WRITE and FSETSTAT, of any file,
+ * and for changes of paths; beside READs of any file and other looks. */
+START_TEST(test_surveys_see_changes)
+{
+	struct order_scope rdd = on_file(ORDER_HANDLE_SURVEY, 3, 9),
+	                   rdd2 = on_file(ORDER_HANDLE_SURVEY, 4, 10),
+	                   wr = io(1, 0, 4096), rd = io(0, 0, 4096),
+	                   fset = on_file(ORDER_HANDLE_WRITE, 5, 8),
+	                   fstat = on_file(ORDER_HANDLE_READ, 6, 8),
+	                   st = scope(ORDER_PATH_READ, -1),
+	                   mk = scope(ORDER_PATH_WRITE, -1),
+	                   same = on_file(ORDER_HANDLE_READ, 3, 9);
+
+	rdd.has_file = rdd2.has_file = 0; /* directory handles */
+	ck_assert(order_conflict(&wr, &rdd));
+	ck_assert(order_conflict(&rdd, &wr));
+	ck_assert(order_conflict(&fset, &rdd));
+	ck_assert(order_conflict(&rdd, &fset));
+	ck_assert(order_conflict(&rdd, &mk));
+	ck_assert(order_conflict(&rdd, &same)); /* one handle: in order */
+	ck_assert(!order_conflict(&rdd, &rd));
+	ck_assert(!order_conflict(&rdd, &rdd2));
+	ck_assert(!order_conflict(&rdd, &fstat));
+	ck_assert(!order_conflict(&rdd, &st));
+}
+END_TEST
+
 START_TEST(test_latency_decision)
 {
 	int64_t avg = 0;
@@ -263,6 +291,7 @@ int main(void)
 	tcase_add_test(tc, test_looks_run_together);
 	tcase_add_test(tc, test_path_changes_run_alone);
 	tcase_add_test(tc, test_handles_and_io);
+	tcase_add_test(tc, test_surveys_see_changes);
 	tcase_add_test(tc, test_latency_decision);
 	tcase_add_test(tc, test_listing_helpers);
 	tcase_add_test(tc, test_route);
