@@ -59,6 +59,8 @@ int order_conflict(const struct order_scope *a, const struct order_scope *b)
 {
 	if (a->cls == ORDER_BARRIER || b->cls == ORDER_BARRIER)
 		return 1;
+	if ((a->counts_space && b->closes) || (b->counts_space && a->closes))
+		return 1;
 	if ((a->opens_handle && b->handle_unknown) ||
 	    (b->opens_handle && a->handle_unknown))
 		return 1;

@@ -30,6 +30,8 @@
  *    space) waits for every WRITE and FSETSTAT before it, of any file, as
  *    a request on paths does: it must see every change requested before
  *    it, and which files it reports on is not known without asking;
+ *  - a request that reports free space (statvfs, fstatvfs) waits for
+ *    every CLOSE before it too: closing a removed file frees its space;
  *  - requests that only look (STAT, LSTAT, READLINK, REALPATH, statvfs,
  *    OPEN for reading, OPENDIR, FSTAT, READDIR, fstatvfs, CLOSE) run
  *    together, and beside READs;
@@ -69,6 +71,8 @@ struct order_scope {
 	int in_order;        /* ORDER_IO of a file that is not a regular one
 	                      * (a FIFO, a device, /proc): all its I/O runs
 	                      * in arrival order, as its position moves */
+	int closes;          /* CLOSE: may free a removed file's space */
+	int counts_space;    /* statvfs, fstatvfs: reports free space */
 };
 
 /* May a and b not run at the same time (either came first)? */

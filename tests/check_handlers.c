@@ -413,7 +413,7 @@ START_TEST(test_reports_wait_for_changes)
 	    0,   0,   0,   1,   0,   0,   0,   20,  'f', 's', 't', 'a',
 	    't', 'v', 'f', 's', '@', 'o', 'p', 'e', 'n', 's', 's', 'h',
 	    '.', 'c', 'o', 'm', 0,   0,   0,   4,   0,   0,   0,   2};
-	struct order_scope reports[6], write, read, fset, fstat;
+	struct order_scope reports[6], write, read, fset, fstat, close;
 	size_t i;
 
 	reset_server();
@@ -451,6 +451,13 @@ START_TEST(test_reports_wait_for_changes)
 	 * hold it up. */
 	ck_assert(!order_conflict(&write, &fstat));
 	ck_assert(!order_conflict(&fset, &fstat));
+	/* statvfs and fstatvfs wait for a CLOSE (of a removed file, it
+	 * frees space); READDIR and STAT do not. */
+	close = scope_of(SSH2_FXP_CLOSE, on_handle, sizeof(on_handle));
+	ck_assert(order_conflict(&close, &reports[1]));
+	ck_assert(order_conflict(&reports[2], &close));
+	ck_assert(!order_conflict(&close, &reports[0]));
+	ck_assert(!order_conflict(&close, &reports[3]));
 }
 END_TEST
 

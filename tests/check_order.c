@@ -164,6 +164,27 @@ START_TEST(test_surveys_see_changes)
 }
 END_TEST
 
+/* statvfs and fstatvfs report free space, which closing a removed file
+ * gives back: they wait for every CLOSE before them.  Nothing else waits
+ * for a CLOSE of another handle. */
+START_TEST(test_space_waits_for_closes)
+{
+	struct order_scope svfs = scope(ORDER_PATH_READ, -1),
+	                   fsvfs = on_file(ORDER_HANDLE_SURVEY, 3, 9),
+	                   close = on_file(ORDER_HANDLE_READ, 4, 8),
+	                   st = scope(ORDER_PATH_READ, -1),
+	                   rdd = scope(ORDER_HANDLE_SURVEY, 5);
+
+	svfs.counts_space = fsvfs.counts_space = 1;
+	close.closes = 1;
+	ck_assert(order_conflict(&close, &svfs));
+	ck_assert(order_conflict(&fsvfs, &close));
+	ck_assert(!order_conflict(&close, &st));
+	ck_assert(!order_conflict(&close, &rdd));
+	ck_assert(!order_conflict(&svfs, &fsvfs));
+}
+END_TEST
+
 START_TEST(test_latency_decision)
 {
 	int64_t avg = 0;
@@ -292,6 +313,7 @@ int main(void)
 	tcase_add_test(tc, test_path_changes_run_alone);
 	tcase_add_test(tc, test_handles_and_io);
 	tcase_add_test(tc, test_surveys_see_changes);
+	tcase_add_test(tc, test_space_waits_for_closes);
 	tcase_add_test(tc, test_latency_decision);
 	tcase_add_test(tc, test_listing_helpers);
 	tcase_add_test(tc, test_route);
