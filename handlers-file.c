@@ -44,6 +44,10 @@
  * replies are fewer round trips. */
 #define READDIR_BATCH 1024
 #define READDIR_REPLY_BYTES (60 * 1024)
+/* A NAME reply's bound, its length field included: what READDIR_BATCH
+ * names of READDIR_REPLY_BYTES estimated come to once their owners and
+ * groups are known must still fit. */
+#define READDIR_REPLY_MAX (64 * 1024)
 /* DATA reply header: length, type, id, data length. */
 #define DATA_HEADER_LEN 13
 
@@ -702,10 +706,12 @@ int process_opendir(struct request *req)
 	return HANDLER_FINISH;
 }
 
-/* Append one NAME entry: file name, long name, lstat attributes. */
-static void put_dir_entry(struct request *req, const struct listing_entry *e,
-                          time_t now)
+/* Append one NAME entry: file name, long name, lstat attributes; 1, or
+ * 0 when it made the reply too long (then it is taken out again). */
+static int put_dir_entry(struct request *req, const struct listing_entry *e,
+                         time_t now, uint32_t count)
 {
+	size_t mark = req->reply.len;
 	char *longname;
 	struct attrib a;
 	int rc;
@@ -719,6 +725,10 @@ static void put_dir_entry(struct request *req, const struct listing_entry *e,
 	free(longname);
 	if (!rc)
 		fatal_exit(255, "process_readdir: encode failed");
+	if (listing_fits(req->reply.len, READDIR_REPLY_MAX, count))
+		return 1;
+	req->reply.len = mark;
+	return 0;
 }
 
 /* The fine-grained clock: file times may be fine-grained too (multigrain
@@ -760,11 +770,16 @@ int process_readdir(struct request *req)
 		                 READDIR_REPLY_BYTES) != 0)
 			fatal_exit(255, "process_readdir: out of memory");
 		listing_stat(h->dirp, h->name, &l);
-		for (i = 0; i < l.n; i++)
-			if (l.e[i].ok) {
-				put_dir_entry(req, &l.e[i], now);
-				count++;
+		for (i = 0; i < l.n; i++) {
+			if (!l.e[i].ok)
+				continue;
+			if (!put_dir_entry(req, &l.e[i], now, count)) {
+				/* The next READDIR starts at this one. */
+				seekdir(h->dirp, l.e[i].pos);
+				break;
 			}
+			count++;
+		}
 	} while (count == 0 && l.n > 0);
 	listing_free(&l);
 	if (count == 0) {

@@ -254,6 +254,17 @@ START_TEST(test_listing_probe)
 }
 END_TEST
 
+/* A NAME reply keeps entries while it stays within its bound, whatever
+ * the estimate said; the first entry always goes. */
+START_TEST(test_listing_fits)
+{
+	ck_assert(listing_fits(70000, 65536, 0));
+	ck_assert(listing_fits(65536, 65536, 548));
+	ck_assert(!listing_fits(65537, 65536, 548));
+	ck_assert(!listing_fits(71353, 65536, 1));
+}
+END_TEST
+
 START_TEST(test_route)
 {
 	int off, ring;
@@ -316,6 +327,7 @@ int main(void)
 	tcase_add_test(tc, test_space_waits_for_closes);
 	tcase_add_test(tc, test_latency_decision);
 	tcase_add_test(tc, test_listing_helpers);
+	tcase_add_test(tc, test_listing_fits);
 	tcase_add_test(tc, test_route);
 	tcase_add_test(tc, test_ring_answer);
 	tcase_add_test(tc, test_listing_probe);
