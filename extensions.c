@@ -429,7 +429,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 	if (n == 0)
 		return 0;
 	if (n < 0) {
-		error("%s: read failed: %s", job->fn, strerror((int)-n));
+		error("%s: read failed: %s", job->fn, errno_text((int)-n));
 		*status = errno_to_status((int)-n);
 		return -1;
 	}
@@ -440,7 +440,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 		job->to->writes_failed = 1; /* --atomic-uploads discards it */
 		error("%s: write failed: %llu != %llu: %s", job->fn,
 		      (unsigned long long)written, (unsigned long long)n,
-		      strerror(-rc));
+		      errno_text(-rc));
 		*status = errno_to_status(-rc);
 		return -1;
 	}

@@ -443,7 +443,7 @@ static void read_finish(struct request *req)
 		if (last < 0) {
 			error("process_read: %s \"%.100s\": %s",
 			      io_step(req->handle, last, "read"),
-			      handle_name(req->handle), strerror((int)-last));
+			      handle_name(req->handle), errno_text((int)-last));
 			send_status(req, errno_to_status((int)-last));
 		} else {
 			debug("read eof");
@@ -530,7 +530,7 @@ int process_read(struct request *req)
 	}
 	if ((err = -handle_seek(h, off, &pos)) != 0) {
 		error("process_read: seek \"%.100s\": %s", h->name,
-		      strerror(err));
+		      errno_text(err));
 		send_status(req, errno_to_status(err));
 		return HANDLER_DONE;
 	}
@@ -581,7 +581,7 @@ static void write_finish(struct request *req)
 	} else {
 		error("process_write: %s \"%.100s\": %s",
 		      io_step(req->handle, last, "write"),
-		      handle_name(req->handle), strerror((int)-last));
+		      handle_name(req->handle), errno_text((int)-last));
 		send_status(req, errno_to_status((int)-last));
 	}
 }
@@ -608,7 +608,7 @@ int process_write(struct request *req)
 	if (!(h->flags & O_APPEND) && (err = -handle_seek(h, off, &pos)) != 0) {
 		h->write_failed = h->writes_failed = 1;
 		error("process_write: seek \"%.100s\": %s", h->name,
-		      strerror(err));
+		      errno_text(err));
 		send_status(req, errno_to_status(err));
 		return HANDLER_DONE;
 	}
@@ -937,11 +937,12 @@ static int mode_change_ignored(const struct set_target *tg, const char *name,
 static void log_modtime(const char *name, uint32_t mtime)
 {
 	time_t t = mtime;
-	struct tm *tm = localtime(&t);
+	struct tm tm;
 	char when[64];
 
-	if (tm == NULL ||
-	    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", tm) == 0)
+	/* localtime_r: FSETSTAT and SETSTAT run in worker threads too. */
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", &tm) == 0)
 		snprintf(when, sizeof(when), "%lld", (long long)t);
 	logit("set \"%s\" modtime %s", name, when);
 }
