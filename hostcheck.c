@@ -62,14 +62,15 @@ static int in_group(gid_t gid)
 	return 0;
 }
 
-static void probe_uring(struct hostcheck *h)
+static void probe_uring(struct hostcheck *h, unsigned depth)
 {
 	struct rlimit rl;
 	unsigned long v;
 
 	/* The back end's own start and operation probe (backend-uring.c),
-	 * as --backend=auto makes it. */
-	if (uring_backend.init(1) == 0)
+	 * as --backend=auto makes it, with the ring a session would have
+	 * (its size counts against RLIMIT_MEMLOCK on older kernels). */
+	if (uring_backend.init(depth) == 0)
 		uring_backend.shutdown();
 	h->uring = *uring_probed();
 	v = read_sysctl("/proc/sys/kernel/io_uring_disabled", ULONG_MAX);
@@ -213,9 +214,9 @@ static void probe_start_dir(struct hostcheck *h)
 	close(fd);
 }
 
-void hostcheck_gather(struct hostcheck *h, const char *start_dir_asked,
-                      int start_dir_err, const char *confine_dir,
-                      const char *confine_why)
+void hostcheck_gather(struct hostcheck *h, unsigned queue_depth,
+                      const char *start_dir_asked, int start_dir_err,
+                      const char *confine_dir, const char *confine_why)
 {
 	struct passwd *pw;
 	struct utsname u;
@@ -229,7 +230,7 @@ void hostcheck_gather(struct hostcheck *h, const char *start_dir_asked,
 	if (uname(&u) == 0)
 		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
 	(void)testkernel_acting_as(&h->test_major, &h->test_minor);
-	probe_uring(h);
+	probe_uring(h, queue_depth);
 	h->landlock_abi = confine_landlock_abi();
 	probe_pipes(h);
 	if (start_dir_asked != NULL)

@@ -353,8 +353,8 @@ static int __attribute__((noreturn)) run_check(void)
 		have_dir = confinement_dir(dir, getuid(), reached, why,
 		                           sizeof(why)) == 0;
 	}
-	hostcheck_gather(&h, srv.opt.start_dir, err, have_dir ? dir : NULL,
-	                 why);
+	hostcheck_gather(&h, srv.opt.queue_depth, srv.opt.start_dir, err,
+	                 have_dir ? dir : NULL, why);
 	if (srv.opt.check == CHECK_JSON)
 		hostcheck_print_json(&h, stdout);
 	else

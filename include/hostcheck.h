@@ -65,13 +65,14 @@ struct hostcheck {
 };
 
 /* Gather the facts (the probes run here, in this process, as this
- * user).  The caller has moved into the start directory as the server
- * does; start_dir_asked and start_dir_err say how that went (-d), and
+ * user).  queue_depth sizes the ring as a session's (--queue-depth).
+ * The caller has moved into the start directory as the server does;
+ * start_dir_asked and start_dir_err say how that went (-d), and
  * confine_dir is --confine's directory as text (NULL: confine_why says
  * why there is none). */
-void hostcheck_gather(struct hostcheck *h, const char *start_dir_asked,
-                      int start_dir_err, const char *confine_dir,
-                      const char *confine_why);
+void hostcheck_gather(struct hostcheck *h, unsigned queue_depth,
+                      const char *start_dir_asked, int start_dir_err,
+                      const char *confine_dir, const char *confine_why);
 
 /* --- The decisions, pure ------------------------------------------------ */
 
