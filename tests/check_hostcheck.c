@@ -172,9 +172,10 @@ START_TEST(test_options_would_work_or_why_not)
 	expect(hostcheck_atomic_uploads, &h, 0, "takes no new file");
 
 	good_host(&h);
-	expect(hostcheck_nocache, &h, 1, "RWF_DONTCACHE");
+	expect(hostcheck_nocache, &h, 1,
+	       "RWF_DONTCACHE on every read and write");
 	h.dontcache_err = EOPNOTSUPP;
-	expect(hostcheck_nocache, &h, 1, "POSIX_FADV_DONTNEED");
+	expect(hostcheck_nocache, &h, 1, "the server's own way");
 	h.fadvise_err = ESPIPE;
 	expect(hostcheck_nocache, &h, 0, "neither RWF_DONTCACHE");
 	h.probe_file_err = EACCES;

@@ -6,13 +6,14 @@ knows of the host it ran on (tests/kernel-matrix.sh, seccomp-suite.sh).
         [--listed 0|1] [--missing OP,...|none] [--abi N|none]
         [--landlock-error NAME] [--test-kernel V|none] [--seccomp N]
         [--user NAME] [--confine 0|1] [--start-dir PATH]
-        [--fallback-log LOG]
+        [--fallback-log LOG] [--dontcache 0|1]
 
 TEXT and JSON are the outputs of --check and --check=json.  The JSON must
 parse and have every key; each fact named by an option must be as given;
 --fallback-log is a session's log under the same conditions, at VERBOSE:
 the server fell back to plain system calls there exactly when --check
-says --backend=auto would.  The text must say what the JSON says, line by
+says --backend=auto would; --dontcache: whether RWF_DONTCACHE works in the
+start directory (--nocache works either way there).  The text must say what the JSON says, line by
 line.  Prints what differs; exit status 1 when anything does.
 """
 
@@ -100,7 +101,7 @@ def main():
     ap.add_argument("json")
     for opt in ("usable", "setup-error", "listed", "missing", "abi",
                 "landlock-error", "test-kernel", "seccomp", "user",
-                "confine", "start-dir", "fallback-log"):
+                "confine", "start-dir", "fallback-log", "dontcache"):
         ap.add_argument("--" + opt)
     a = ap.parse_args()
     bad = []
@@ -157,6 +158,11 @@ def main():
     if a.confine is not None:
         want("options.confine.works", j["options"]["confine"]["works"],
              a.confine == "1")
+    if a.dontcache is not None:
+        want("start_directory.rwf_dontcache",
+             j["start_directory"]["rwf_dontcache"], a.dontcache == "1")
+        want("options.nocache.works", j["options"]["nocache"]["works"],
+             True)
     if a.start_dir is not None:
         want("start_directory.path", j["start_directory"]["path"],
              a.start_dir)
