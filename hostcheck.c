@@ -410,10 +410,25 @@ static const char *answer(int err, char *buf, size_t size)
 	return buf;
 }
 
+/* s for a terminal: a control character (a newline in a directory's
+ * name) as '?', so that every fact stays on its own line. */
+static const char *one_line(const char *s, char *out, size_t size)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < size; i++)
+		out[i] =
+		    (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	out[i] = '\0';
+	return out;
+}
+
 static void print_option(FILE *f, const char *name, int works, const char *why)
 {
+	char safe[WHY_MAX];
+
 	fprintf(f, "%-26s %s: %s\n", name, works ? "works" : "would not work",
-	        why);
+	        one_line(why, safe, sizeof(safe)));
 }
 
 static void text_uring(const struct hostcheck *h, FILE *f)
@@ -461,15 +476,16 @@ static void text_uring(const struct hostcheck *h, FILE *f)
 
 static void text_start_dir(const struct hostcheck *h, FILE *f)
 {
-	char buf[256];
+	char buf[256], safe[PATH_MAX];
 
 	if (h->start_dir_err != 0)
 		fprintf(f,
 		        "%-26s chdir to \"%s\" failed (%s): the session "
 		        "starts where sshd started it\n",
-		        "-d", h->start_dir_asked, strerror(h->start_dir_err));
-	fprintf(f, "%-26s %s (%s)\n", "start directory", h->start_dir,
-	        h->fs_type);
+		        "-d", one_line(h->start_dir_asked, safe, sizeof(safe)),
+		        strerror(h->start_dir_err));
+	fprintf(f, "%-26s %s (%s)\n", "start directory",
+	        one_line(h->start_dir, safe, sizeof(safe)), h->fs_type);
 	if (h->probe_file_err != 0)
 		fprintf(f, "  %-24s %s\n", "a file to try on",
 		        answer(h->probe_file_err, buf, sizeof(buf)));

@@ -254,6 +254,10 @@ START_TEST(test_json_keys_and_escapes)
 	ck_assert_has(out, "\"test_kernel\": null");
 	ck_assert_has(out, "\"nocache\": {\"works\": false");
 	free(out);
+	/* The text keeps each fact on its line. */
+	out = report(&h, 0);
+	ck_assert_has(out, "\nstart directory            /home/a \"b\"?\\c (");
+	free(out);
 
 	h.uring.setup = -EPERM;
 	h.landlock_abi = -ENOSYS;
