@@ -1716,6 +1716,35 @@ def sc_pipelined(s):
 
 
 @scenario()
+def sc_pipelined_listing(s):
+    """WRITE then READDIR of its directory, sent at once: each listing
+    shows the size the WRITEs before it made (a run of merged WRITEs
+    included), as does one after an FSETSTAT or a SETSTAT.  Each READDIR
+    has a directory handle of its own, opened before, so that each lists
+    the whole directory."""
+    s.mkdir("wd")
+    h = s.h(s.open("wd/f", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
+    g = s.h(s.open("wd/g", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
+    dirs = [s.h(s.opendir("wd")) for _ in range(14)]
+    items = []
+    for i in range(6):
+        items += [("write", h, i * 4096, rnd(20 + i, 4096)),
+                  ("readdir", dirs[i])]
+    for i in range(4):
+        items += [("fsetstat", g, {"size": 1000 * (i + 1)}),
+                  ("readdir", dirs[6 + i])]
+    for i in range(4):
+        items += [("write", h, 24576 + i * 100, b"t" * 100),
+                  ("setstat", "wd/g", {"size": 100 * i}),
+                  ("readdir", dirs[10 + i])]
+    s.batch(items, "write-then-list")
+    for d in dirs:
+        s.close_handle(d)
+    s.close_handle(h)
+    s.close_handle(g)
+
+
+@scenario()
 def sc_write_burst_read(s):
     """A burst of WRITEs then a READ of the same handle, sent at once,
     repeated: every reply must come without more input."""
