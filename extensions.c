@@ -29,6 +29,7 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
+#include "kernelrules.h"
 #include "log.h"
 #include "monotonic.h"
 #include "options.h"
@@ -39,6 +40,7 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
+#include "upload.h"
 #include "upload.h"
 #include "xferlog.h"
 
@@ -191,15 +193,23 @@ int process_extended_lsetstat(struct request *req)
 
 /* ---- limits -------------------------------------------------------- */
 
-/* Handles are bounded by the descriptor limit; keep a few descriptors for
- * stdio, syslog and a spare, as OpenSSH reckons it. */
+/* Descriptors kept for stdin, stdout, stderr, the ring (or the log
+ * socket) and a spare, as OpenSSH reckons it. */
+#define RESERVED_DESCRIPTORS 5
+
+/* Handles are bounded by the descriptor limit: what is left of it after
+ * ours (and the sysctls kernelrules.c keeps open), over what each handle
+ * may hold (two for an upload). */
 static uint64_t max_open_handles(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur <= 5)
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return 0;
-	return (uint64_t)rl.rlim_cur - 5;
+	return handle_limit_for((uint64_t)rl.rlim_cur,
+	                        RESERVED_DESCRIPTORS +
+	                            kernelrules_descriptors(),
+	                        upload_descriptors_per_handle());
 }
 
 int process_extended_limits(struct request *req)

@@ -156,7 +156,8 @@ def mask_modes(lines):
 ATOMIC_NOT_CLOSED = "an upload never closed is discarded: the file is not " \
     "there after the session"
 VARIANTS = {
-    # fsync is invisible: everything identical
+    # fsync is invisible but for the handles limits@openssh.com
+    # advertises (halves_handles)
     "fsync": (["--fsync-on-close"], None, {}),
     "atomic": (["--atomic-uploads"], None, {
         "write": ({"replies", "tree", "log"},
@@ -178,6 +179,23 @@ VARIANTS = {
     "modes": (["-m", "0640", "-M", "2750"], mask_modes, {}),
 }
 VARIANT = None
+HALF_HANDLES = "an upload holds two descriptors (its file and its " \
+    "directory): limits@openssh.com advertises half as many handles"
+
+
+def halves_handles(name):
+    """Scenario name asks limits@openssh.com: under --fsync-on-close and
+    --atomic-uploads its max-open-handles differs (doc/uploads.md)."""
+    for v in ("fsync", "atomic"):
+        aspects, why = VARIANTS[v][2].get(name, (set(), None))
+        VARIANTS[v][2][name] = (aspects | {"replies"},
+                                why + "; " + HALF_HANDLES if why
+                                else HALF_HANDLES)
+
+
+for _name in ("limits_users_groups", "unknown_extensions", "many_handles",
+              "nofile_64"):
+    halves_handles(_name)
 
 
 def documented(scn_name, aspect):
@@ -1866,6 +1884,8 @@ def write_requests_opt(name, args):
             {"tree", "replies"} if listing else {"tree"},
             ATOMIC_NOT_CLOSED + (" (nor the directory's mtime changed, "
                                  "seen in a listing)" if listing else ""))
+    if runs("limits"):
+        halves_handles(name)
 
 
 def sc_write_requests(s):
