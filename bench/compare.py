@@ -546,6 +546,34 @@ def make_scenarios(w, cold):
                 for short, opt in (("atomic", "atomic-uploads"),
                                    ("fsync", "fsync-on-close"))]
 
+    def src_uncached():
+        # This file only, never the machine's cache: a cold download
+        # without root too.
+        unlink_up()
+        fd = os.open(src, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+    def nocache_checked(path, fn, verify_size=None):
+        """fn, then for ours the --nocache target: at most 5% of path in
+        the page cache (fincore); then the data checked (an upload's is
+        read back only now, which caches it)."""
+        def run(key, cmd, pin):
+            r = fn(key, cmd, pin)
+            res, size = run_cmd(["fincore", "-nb", "-o", "RES,SIZE",
+                                 path]).split()[:2]
+            pct = 100.0 * int(res) / max(1, int(size))
+            log("    %s: %.1f%% of %s cached after" % (
+                key, pct, os.path.basename(path)))
+            if key in OURS_KEYS and pct > 5:
+                raise RunError("--nocache left %.1f%% of %s cached (the "
+                               "target: at most 5%%)" % (pct, path))
+            if verify_size:
+                check_file(path, verify_size)
+                os.unlink(path)
+            return r
+        return run
+
     def paramiko(key, cmd, pin):
         out = run_cmd(pin + [Cfg.python, os.path.abspath(__file__),
                              "--paramiko-put", src_pm, up, "--"] + cmd)
@@ -579,6 +607,18 @@ def make_scenarios(w, cold):
         S("upload-255k", "upload %s, 255 KiB x %d" % (size, D), "MiB/s",
           load("upload", up, "-b", str(BIG), "-q", str(D), "-s", str(Cfg.size)),
           before=unlink_up),
+        S("nocache-download", "cold download %s, 255 KiB x %d, ours with "
+          "--nocache" % (size, D), "MiB/s",
+          ours_with(["--nocache"], nocache_checked(src, load(
+              "download", src, "-b", str(BIG), "-q", str(D), "-s",
+              str(Cfg.size)))),
+          before=src_uncached, pinnable=False, skip=NO_OPTION, option=True),
+        S("nocache-upload", "upload %s, 255 KiB x %d, ours with --nocache"
+          % (size, D), "MiB/s",
+          ours_with(["--nocache"], nocache_checked(up, load(
+              "upload", up, "--no-verify", "-b", str(BIG), "-q", str(D),
+              "-s", str(Cfg.size)), Cfg.size)),
+          before=unlink_up, pinnable=False, skip=NO_OPTION, option=True),
         S("download-32k", "warm download %s, 32 KiB x %d" % (size, D), "MiB/s",
           load("download", src, "-b", "32768", "-q", str(D), "-s",
                str(Cfg.size)), before=warm),
@@ -703,13 +743,14 @@ def limit_of(sc, w, cold):
         if sc.name.startswith("cold-randread") and cold:
             return fio_limit(src, "randread", 32768, Cfg.depth), \
                 "fio O_DIRECT randread 32 KiB QD%d" % Cfg.depth
-        if sc.name.startswith("cold-download") and cold:
+        if sc.name == "nocache-download" or (
+                sc.name.startswith("cold-download") and cold):
             return fio_limit(src, "read", BIG, Cfg.depth), \
                 "fio O_DIRECT read 255 KiB QD%d" % Cfg.depth
     except (RunError, OSError, ValueError, KeyError) as e:
         log("  limit of %s: fio failed: %s" % (sc.name, e))
         return None
-    if sc.name.startswith(("upload-", "sftp-D-put")):
+    if sc.name.startswith(("upload-", "sftp-D-put", "nocache-upload")):
         return pipe_limit(src, os.path.join(w, "limit-copy")), \
             "pipe copy into a file"
     if sc.name.startswith(("download-", "sftp-D-get", "devnull-",
