@@ -3,8 +3,12 @@
 /* Unit tests of read-ahead hints and the back ends' room for them: a
  * hint never takes the slot an fsync or copy-data needs (whatever the
  * queue depth), and a hint still waiting after its handle was closed
- * never reaches another file that got the same descriptor number; and
- * the page-cache decision that skips a hint (every page cached). */
+ * never reaches another file that got the same descriptor number; the
+ * page-cache decision that skips a hint (every page cached); and the
+ * hints for READs waiting for READ memory: what range each gets (a
+ * stream's continuation, a random READ's own range, bounded), on which
+ * file systems, adjacent READs in one hint, and a hint that could not go
+ * out asked again later. */
 #include "config.h"
 
 #include <check.h>
@@ -20,8 +24,11 @@
 #include "backend.h"
 #include "io.h"
 #include "handle.h"
+#include "handlers.h"
 #include "log.h"
 #include "readahead.h"
+#include "request.h"
+#include "sftp.h"
 
 #define MiB (1024 * 1024)
 
@@ -51,7 +58,7 @@ static struct handle *reader(const char *name)
 	idx = handle_new(HANDLE_FILE, name, fd, NULL, O_RDONLY);
 	ck_assert_int_ge(idx, 0);
 	h = handle_get(idx, HANDLE_FILE);
-	readahead_on_open(h);
+	readahead_on_open(h, 0xef53);
 	return h;
 }
 
@@ -206,6 +213,240 @@ START_TEST(test_pagecache_counts_every_page_the_range_touches)
 }
 END_TEST
 
+#define KiB 1024
+#define BIG (255 * KiB)
+
+START_TEST(test_waiting_read_continuing_the_stream)
+{
+	uint64_t until = 0, from, n;
+
+	/* A fresh stream: the first READs are its continuation. */
+	ck_assert(readahead_queued_plan(0, &until, 0, BIG, &from, &n));
+	ck_assert_uint_eq(from, 0);
+	ck_assert_uint_eq(n, BIG);
+	ck_assert_uint_eq(until, BIG);
+	ck_assert(readahead_queued_plan(0, &until, BIG, BIG, &from, &n));
+	ck_assert_uint_eq(from, BIG);
+	ck_assert_uint_eq(n, BIG);
+	ck_assert_uint_eq(until, 2 * BIG);
+	/* Inside the window asked for already: nothing. */
+	until = 4 * MiB;
+	ck_assert(!readahead_queued_plan(MiB, &until, 2 * MiB, BIG, &from, &n));
+	ck_assert_uint_eq(until, 4 * MiB);
+	/* Across its end: only the part beyond. */
+	ck_assert(
+	    readahead_queued_plan(MiB, &until, 4 * MiB - 100, BIG, &from, &n));
+	ck_assert_uint_eq(from, 4 * MiB);
+	ck_assert_uint_eq(n, BIG - 100);
+	ck_assert_uint_eq(until, 4 * MiB - 100 + BIG);
+}
+END_TEST
+
+START_TEST(test_waiting_read_ahead_is_bounded)
+{
+	uint64_t until = 32 * MiB - 10, from, n;
+
+	/* At most 32 MiB ahead of where the stream is. */
+	ck_assert(readahead_queued_plan(0, &until, until, BIG, &from, &n));
+	ck_assert_uint_eq(from, 32 * MiB - 10);
+	ck_assert_uint_eq(n, 10);
+	ck_assert_uint_eq(until, 32 * MiB);
+	ck_assert(!readahead_queued_plan(0, &until, 32 * MiB, BIG, &from, &n));
+	ck_assert_uint_eq(until, 32 * MiB);
+	/* Once the stream moved on, further. */
+	ck_assert(
+	    readahead_queued_plan(MiB, &until, 32 * MiB, 2 * MiB, &from, &n));
+	ck_assert_uint_eq(from, 32 * MiB);
+	ck_assert_uint_eq(n, MiB);
+}
+END_TEST
+
+START_TEST(test_waiting_read_elsewhere_gets_its_own_range)
+{
+	uint64_t until = MiB, from, n;
+
+	/* Random READs: each its own range; the stream keeps its place. */
+	ck_assert(
+	    readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB, &from, &n));
+	ck_assert_uint_eq(from, 100 * MiB);
+	ck_assert_uint_eq(n, 32 * KiB);
+	ck_assert_uint_eq(until, MiB);
+	/* Behind the stream too. */
+	ck_assert(readahead_queued_plan(MiB, &until, 0, 32 * KiB, &from, &n));
+	ck_assert_uint_eq(from, 0);
+	ck_assert_uint_eq(until, MiB);
+	/* Beyond its window, not adjacent: elsewhere. */
+	ck_assert(
+	    readahead_queued_plan(MiB, &until, MiB + 1, 32 * KiB, &from, &n));
+	ck_assert_uint_eq(from, MiB + 1);
+	ck_assert_uint_eq(until, MiB);
+	/* Nothing, or a range past the end of offsets: no hint. */
+	ck_assert(!readahead_queued_plan(0, &until, 5, 0, &from, &n));
+	ck_assert(!readahead_queued_plan(0, &until, UINT64_MAX - 5, 32 * KiB,
+	                                 &from, &n));
+}
+END_TEST
+
+START_TEST(test_waiting_reads_hinted_on_block_file_systems)
+{
+	ck_assert(readahead_fs_hints_waiting(0xef53));      /* ext4 */
+	ck_assert(readahead_fs_hints_waiting(0x58465342));  /* xfs */
+	ck_assert(readahead_fs_hints_waiting(0x9123683e));  /* btrfs */
+	ck_assert(!readahead_fs_hints_waiting(0x65735546)); /* FUSE */
+	ck_assert(!readahead_fs_hints_waiting(0x01021994)); /* tmpfs */
+	ck_assert(!readahead_fs_hints_waiting(0x6969));     /* NFS */
+	ck_assert(!readahead_fs_hints_waiting(0));          /* unknown */
+}
+END_TEST
+
+/* A back end that records what it is given, up to room ops at once. */
+static struct io_op *kept[16];
+static unsigned num_kept, room;
+
+static int keep_submit(struct io_op *op)
+{
+	if (num_kept == room)
+		return -EBUSY;
+	kept[num_kept++] = op;
+	return 0;
+}
+
+static unsigned keep_in_flight(void)
+{
+	return num_kept;
+}
+
+static const struct io_backend keep_backend = {
+    "keep",    hold_init,      keep_submit, hold_flush, hold_fd,
+    hold_reap, keep_in_flight, NULL,        NULL,       hold_shutdown,
+};
+
+/* Finish every recorded hint (closing their descriptors). */
+static void finish_kept(void)
+{
+	unsigned i;
+
+	for (i = 0; i < num_kept; i++) {
+		kept[i]->result = 0;
+		kept[i]->done(kept[i]);
+	}
+	num_kept = 0;
+}
+
+/* A READ of len bytes at off on handle idx, admitted, not started. */
+static struct request *waiting_read(int idx, uint64_t off, uint32_t len)
+{
+	uint8_t body[4 + 4 + 4 + 8 + 4], *p = body;
+	struct request *req;
+	uint8_t packet[1 + sizeof(body)];
+
+	memset(body, 0, 4); /* the id */
+	p += 4;
+	poke_u32(p, 4);
+	poke_u32(p + 4, (uint32_t)idx);
+	poke_u32(p + 8, (uint32_t)(off >> 32));
+	poke_u32(p + 12, (uint32_t)off);
+	poke_u32(p + 16, len);
+	packet[0] = SSH2_FXP_READ;
+	memcpy(packet + 1, body, sizeof(body));
+	req = request_new(packet, sizeof(packet), 4096, NULL);
+	ck_assert_ptr_nonnull(req);
+	req->state = REQ_WAITING;
+	return req;
+}
+
+static int handle_index(const struct handle *h)
+{
+	int i;
+
+	for (i = 0; i < 64; i++)
+		if (handle_get(i, HANDLE_FILE) == h)
+			return i;
+	ck_abort();
+	return -1;
+}
+
+START_TEST(test_waiting_reads_one_hint_per_run)
+{
+	struct handle *a, *fuse;
+	struct request *r[6];
+	int i, ia, ifuse;
+
+	/* Empty: no page of them is cached, every hint goes out. */
+	make_file("a", 0);
+	make_file("c", 0);
+	backend = &keep_backend;
+	room = 16;
+	num_kept = 0;
+	a = reader("a");
+	fuse = reader("c");
+	fuse->hint_waiting = readahead_fs_hints_waiting(0x65735546);
+	ia = handle_index(a);
+	ifuse = handle_index(fuse);
+	/* Three READs of a's stream, one elsewhere in a, one on FUSE, and
+	 * the stream's next. */
+	r[0] = waiting_read(ia, 0, BIG);
+	r[1] = waiting_read(ia, BIG, BIG);
+	r[2] = waiting_read(ia, 2 * BIG, BIG);
+	r[3] = waiting_read(ia, 100 * MiB, 32 * KiB);
+	r[4] = waiting_read(ifuse, 0, BIG);
+	r[5] = waiting_read(ia, 3 * BIG, BIG);
+	for (i = 0; i < 5; i++)
+		r[i]->next = r[i + 1];
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 3);
+	ck_assert_uint_eq(kept[0]->offset, 0);
+	ck_assert_uint_eq(kept[0]->len, 3 * BIG);
+	ck_assert_uint_eq(kept[1]->offset, 100 * MiB);
+	ck_assert_uint_eq(kept[1]->len, 32 * KiB);
+	ck_assert_uint_eq(kept[2]->offset, 3 * BIG);
+	ck_assert_uint_eq(kept[2]->len, BIG);
+	for (i = 0; i < 6; i++)
+		ck_assert(r[i]->ahead_hinted);
+	/* Once is enough. */
+	finish_kept();
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 0);
+	for (i = 0; i < 6; i++)
+		request_free(r[i]);
+	handle_close_all();
+	backend = &plain_backend;
+}
+END_TEST
+
+START_TEST(test_waiting_read_asked_again_when_no_room)
+{
+	struct handle *a;
+	struct request *r[2];
+	int ia;
+
+	make_file("a", 0);
+	backend = &keep_backend;
+	room = 1;
+	num_kept = 0;
+	a = reader("a");
+	ia = handle_index(a);
+	r[0] = waiting_read(ia, 10 * MiB, 32 * KiB);
+	r[1] = waiting_read(ia, 20 * MiB, 32 * KiB);
+	r[0]->next = r[1];
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert(r[0]->ahead_hinted);
+	ck_assert(!r[1]->ahead_hinted);
+	/* The first hint done: the second READ gets its own now. */
+	finish_kept();
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert_uint_eq(kept[0]->offset, 20 * MiB);
+	ck_assert(r[1]->ahead_hinted);
+	finish_kept();
+	request_free(r[0]);
+	request_free(r[1]);
+	handle_close_all();
+	backend = &plain_backend;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("readahead");
@@ -223,6 +464,12 @@ int main(void)
 	tcase_add_test(tc, test_fsync_beside_hints_uring);
 	tcase_add_test(tc, test_hint_after_close_keeps_its_file);
 	tcase_add_test(tc, test_pagecache_counts_every_page_the_range_touches);
+	tcase_add_test(tc, test_waiting_read_continuing_the_stream);
+	tcase_add_test(tc, test_waiting_read_ahead_is_bounded);
+	tcase_add_test(tc, test_waiting_read_elsewhere_gets_its_own_range);
+	tcase_add_test(tc, test_waiting_reads_hinted_on_block_file_systems);
+	tcase_add_test(tc, test_waiting_reads_one_hint_per_run);
+	tcase_add_test(tc, test_waiting_read_asked_again_when_no_room);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
