@@ -546,9 +546,9 @@ int process_read(struct request *req)
 	}
 	/* A READ that continues a stream is in its read-ahead window; one
 	 * that does not is hinted on its own if it must wait for READ memory
-	 * (read_hint_waiting). */
-	if (h->is_regular)
-		req->ahead_hinted = readahead_on_read(h, pos, len);
+	 * (read_hint_waiting), unless it was while it waited to start. */
+	if (h->is_regular && readahead_on_read(h, pos, len))
+		req->ahead_hinted = 1;
 	/* The bytes are copied out of the file when the read runs, into
 	 * memory of ours (take_read_mem): a reply holds what the file held
 	 * then, whatever happens to the file afterwards. */

@@ -3,8 +3,8 @@
 /* Unit tests of session.c, the event loop's decisions, run as main runs
  * them but with a fake stdin and stdout, the plain back end and real
  * files: the reader leaving, failing and short writes, what a READ reply
- * holds when the file changes before stdout takes it, and the bound on
- * READ memory. */
+ * holds when the file changes before stdout takes it, the bound on READ
+ * memory, and the read-ahead hints of the READs waiting for it. */
 #include "config.h"
 
 #include <check.h>
@@ -497,6 +497,71 @@ START_TEST(test_read_holds_what_the_file_held)
 }
 END_TEST
 
+/* The back end, spied on: the read-ahead hints it is given. */
+static int (*real_submit)(struct io_op *op);
+static uint64_t hint_off[32], hint_len[32];
+static unsigned num_hints;
+
+static int spy_submit(struct io_op *op)
+{
+	if (op->opcode == IO_READAHEAD && num_hints < 32) {
+		hint_off[num_hints] = op->offset;
+		hint_len[num_hints++] = op->len;
+	}
+	return real_submit(op);
+}
+
+/* READs beyond READ memory wait, and the kernel is asked at once to read
+ * their ranges ahead, each its own: the device sees the client's depth.
+ * Every range here crosses the end of the file, so that no page cache
+ * holds all of it (on any file system) and a hint goes out; none
+ * continues the one before, so that no stream's window covers it. */
+START_TEST(test_waiting_reads_get_read_ahead_hints)
+{
+	enum { N = 12, LEN = SFTP_MAX_READ_LENGTH };
+	const struct io_backend *real = backend;
+	struct io_backend spy = *backend;
+	struct session_wait w;
+	const char *fatal;
+	size_t first;
+	uint8_t type;
+	uint32_t h;
+	unsigned i, ran = READMEM_BYTES / (13 + LEN);
+
+	write_pattern("w", 2 * LEN);
+	h = open_for_reading("w", &first);
+	/* As on ext4, xfs or btrfs, whatever /tmp is. */
+	handle_get((int)h, HANDLE_FILE)->hint_waiting = 1;
+	real_submit = real->submit;
+	spy.submit = spy_submit;
+	backend = &spy;
+	num_hints = 0;
+	out_full = 1;
+	in_open = 1;
+	for (i = 0; i < N; i++)
+		send_read(10 + i, h, LEN + (i + 1) * 4096, LEN);
+	ck_assert_int_eq(run(&w), 0);
+	ck_assert_uint_eq(num_hints, N - ran);
+	for (i = 0; i < num_hints; i++) {
+		ck_assert_uint_eq(hint_off[i], LEN + (ran + i + 1) * 4096);
+		ck_assert_uint_eq(hint_len[i], LEN);
+	}
+	/* They run once replies go out, and read what the file holds. */
+	out_full = 0;
+	in_open = 0;
+	ck_assert_int_eq(run(&w), 1);
+	backend = real;
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	ck_assert_uint_eq(count_replies(&type), 2 + N);
+	for (i = 0; i < N; i++) {
+		check_data(first, 10 + i, LEN + (i + 1) * 4096,
+		           LEN - (i + 1) * 4096);
+		first += 13 + LEN - (i + 1) * 4096;
+	}
+	ck_assert_uint_eq(first, out_len);
+}
+END_TEST
+
 /* An OPEN for writing and a WRITE on a file whose READ reply waits for
  * stdout run at once: nothing waits for the reader, and the reply keeps
  * the bytes the READ read. */
@@ -579,6 +644,7 @@ int main(void)
 	tcase_add_test(tc, test_reads_reach_stdout_whole);
 	tcase_add_test(tc, test_read_holds_what_the_file_held);
 	tcase_add_test(tc, test_nothing_waits_for_the_reader);
+	tcase_add_test(tc, test_waiting_reads_get_read_ahead_hints);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* One process: the session's state lives across the tests. */
