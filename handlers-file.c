@@ -544,9 +544,8 @@ int process_read(struct request *req)
 		debug("request %u: sent data len %d", req->id, 0);
 		return HANDLER_DONE;
 	}
-	/* A READ that continues a stream is in its read-ahead window; one
-	 * that does not is hinted on its own if it must wait for READ memory
-	 * (read_hint_waiting), unless it was while it waited to start. */
+	/* A READ that continues a stream is in its read-ahead window:
+	 * read_hint_waiting need not look at it again. */
 	if (h->is_regular && readahead_on_read(h, pos, len))
 		req->ahead_hinted = 1;
 	/* The bytes are copied out of the file when the read runs, into

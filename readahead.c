@@ -10,9 +10,9 @@
  * does not wait for it; the plain back end calls it inline, which may wait
  * on reading metadata):
  *   - for a sequential stream, a window beyond the READ that runs;
- *   - for READs the client sent that wait for READ memory (the queue
- *     asks, readahead_queued), their own ranges at once, so the device
- *     sees the client's whole depth, sequential or random.
+ *   - for the READs of a stream the client sent that wait for READ
+ *     memory (the queue asks, readahead_queued), their ranges at once,
+ *     so the device sees the client's whole depth.
  * READs stay coherent with other writers: nothing is cached privately,
  * every READ reads the page cache when it runs. */
 #include "config.h"
@@ -205,11 +205,10 @@ int readahead_queued_plan(uint64_t next_read, uint64_t *ahead_until,
 		*ahead_until = end;
 		return 1;
 	}
-	/* Elsewhere in the file (random reads, a second stream): just the
-	 * range asked for; the stream keeps its place. */
-	*from = off;
-	*n = len < READAHEAD_QUEUED_MAX ? len : READAHEAD_QUEUED_MAX;
-	return 1;
+	/* Elsewhere in the file (random reads, a second stream): none.  A
+	 * hint of each random READ's own range was measured to cost more
+	 * than the depth it gives (doc/design.md, "Read-ahead hints"). */
+	return 0;
 }
 
 int readahead_queued(struct handle *h, uint64_t off, uint64_t len)

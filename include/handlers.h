@@ -121,7 +121,8 @@ int process_close(struct request *req);
 int process_read(struct request *req);
 /* waiting, a READ, waits for READ memory: the READs not yet running, it
  * and those the client sent after it, get read-ahead hints for their
- * ranges, so that the device sees the client's depth (readahead.h). */
+ * ranges where they continue their file's sequential stream, so that the
+ * device sees the client's depth (readahead.h). */
 void read_hint_waiting(struct request *waiting);
 int process_write(struct request *req);
 int process_fstat(struct request *req);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Kernel read-ahead hints for READs on a handle: a window ahead of a
- * sequential stream, and the ranges of READs waiting for READ memory; a
+ * sequential stream, and the stream's READs waiting for READ memory; a
  * range the page cache holds already (cachestat(2)) gets none. */
 #ifndef READAHEAD_H
 #define READAHEAD_H
@@ -22,19 +22,19 @@ int readahead_on_read(struct handle *h, uint64_t off, uint32_t len);
 int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
                       uint64_t off, uint64_t len);
 
-/* A READ of [off, off + len) on h waits to run (for READ memory): ask the
- * kernel to read it into the page cache now.  1 when asked, or when there
- * is nothing to ask (cached, or within the stream's window already); 0
- * when the hint could not go out yet (its slots are busy): ask again
- * later. */
+/* A READ of [off, off + len) on h waits to run (for READ memory): if it
+ * continues h's sequential stream, ask the kernel to read it into the
+ * page cache now.  1 when asked, or when there is nothing to ask (cached,
+ * within the stream's window already, not the stream's); 0 when the hint
+ * could not go out yet (its slots are busy): ask again later. */
 int readahead_queued(struct handle *h, uint64_t off, uint64_t len);
 
 /* Its decision, pure (tests/check_readahead.c): for a stream at next_read
  * whose read-ahead reaches *ahead_until, what to hint for a waiting READ
- * of [off, off + len).  A continuation of the stream gets what lies beyond
- * *ahead_until (bounded ahead of next_read), and *ahead_until moves to its
- * end; a READ elsewhere (random) gets its own range and leaves the stream
- * as it is.  1 with [*from, *from + *n) to hint, 0 for none. */
+ * of [off, off + len).  A continuation of the stream (from next_read up to
+ * *ahead_until) gets what lies beyond *ahead_until, bounded ahead of
+ * next_read, and *ahead_until moves to its end; a READ elsewhere (random
+ * reads) gets none.  1 with [*from, *from + *n) to hint, 0 for none. */
 int readahead_queued_plan(uint64_t next_read, uint64_t *ahead_until,
                           uint64_t off, uint64_t len, uint64_t *from,
                           uint64_t *n);

@@ -6,9 +6,9 @@
  * never reaches another file that got the same descriptor number; the
  * page-cache decision that skips a hint (every page cached); and the
  * hints for READs waiting for READ memory: what range each gets (a
- * stream's continuation, a random READ's own range, bounded), on which
- * file systems, adjacent READs in one hint, and a hint that could not go
- * out asked again later. */
+ * stream's continuation, bounded; a random READ none), on which file
+ * systems, adjacent READs in one hint, and a hint that could not go out
+ * asked again later. */
 #include "config.h"
 
 #include <check.h>
@@ -261,26 +261,21 @@ START_TEST(test_waiting_read_ahead_is_bounded)
 }
 END_TEST
 
-START_TEST(test_waiting_read_elsewhere_gets_its_own_range)
+START_TEST(test_waiting_read_elsewhere_gets_none)
 {
 	uint64_t until = MiB, from, n;
 
-	/* Random READs: each its own range; the stream keeps its place. */
+	/* Random READs: no hint; the stream keeps its place. */
+	ck_assert(!readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB,
+	                                 &from, &n));
+	ck_assert_uint_eq(until, MiB);
+	/* Behind the stream. */
+	ck_assert(!readahead_queued_plan(MiB, &until, 0, 32 * KiB, &from, &n));
+	/* Beyond its window, not adjacent. */
 	ck_assert(
-	    readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB, &from, &n));
-	ck_assert_uint_eq(from, 100 * MiB);
-	ck_assert_uint_eq(n, 32 * KiB);
+	    !readahead_queued_plan(MiB, &until, MiB + 1, 32 * KiB, &from, &n));
 	ck_assert_uint_eq(until, MiB);
-	/* Behind the stream too. */
-	ck_assert(readahead_queued_plan(MiB, &until, 0, 32 * KiB, &from, &n));
-	ck_assert_uint_eq(from, 0);
-	ck_assert_uint_eq(until, MiB);
-	/* Beyond its window, not adjacent: elsewhere. */
-	ck_assert(
-	    readahead_queued_plan(MiB, &until, MiB + 1, 32 * KiB, &from, &n));
-	ck_assert_uint_eq(from, MiB + 1);
-	ck_assert_uint_eq(until, MiB);
-	/* Nothing, or a range past the end of offsets: no hint. */
+	/* Nothing, or a range past the end of offsets. */
 	ck_assert(!readahead_queued_plan(0, &until, 5, 0, &from, &n));
 	ck_assert(!readahead_queued_plan(0, &until, UINT64_MAX - 5, 32 * KiB,
 	                                 &from, &n));
@@ -383,8 +378,8 @@ START_TEST(test_waiting_reads_one_hint_per_run)
 	fuse->hint_waiting = readahead_fs_hints_waiting(0x65735546);
 	ia = handle_index(a);
 	ifuse = handle_index(fuse);
-	/* Three READs of a's stream, one elsewhere in a, one on FUSE, and
-	 * the stream's next. */
+	/* Three READs of a's stream, one elsewhere in a (none), one on FUSE
+	 * (none), and the stream's next. */
 	r[0] = waiting_read(ia, 0, BIG);
 	r[1] = waiting_read(ia, BIG, BIG);
 	r[2] = waiting_read(ia, 2 * BIG, BIG);
@@ -394,13 +389,11 @@ START_TEST(test_waiting_reads_one_hint_per_run)
 	for (i = 0; i < 5; i++)
 		r[i]->next = r[i + 1];
 	read_hint_waiting(r[0]);
-	ck_assert_uint_eq(num_kept, 3);
+	ck_assert_uint_eq(num_kept, 2);
 	ck_assert_uint_eq(kept[0]->offset, 0);
 	ck_assert_uint_eq(kept[0]->len, 3 * BIG);
-	ck_assert_uint_eq(kept[1]->offset, 100 * MiB);
-	ck_assert_uint_eq(kept[1]->len, 32 * KiB);
-	ck_assert_uint_eq(kept[2]->offset, 3 * BIG);
-	ck_assert_uint_eq(kept[2]->len, BIG);
+	ck_assert_uint_eq(kept[1]->offset, 3 * BIG);
+	ck_assert_uint_eq(kept[1]->len, BIG);
 	for (i = 0; i < 6; i++)
 		ck_assert(r[i]->ahead_hinted);
 	/* Once is enough. */
@@ -416,32 +409,42 @@ END_TEST
 
 START_TEST(test_waiting_read_asked_again_when_no_room)
 {
-	struct handle *a;
-	struct request *r[2];
-	int ia;
+	struct handle *a, *b;
+	struct request *r[3];
+	int i;
 
 	make_file("a", 0);
+	make_file("b", 0);
 	backend = &keep_backend;
 	room = 1;
 	num_kept = 0;
 	a = reader("a");
-	ia = handle_index(a);
-	r[0] = waiting_read(ia, 10 * MiB, 32 * KiB);
-	r[1] = waiting_read(ia, 20 * MiB, 32 * KiB);
+	b = reader("b");
+	/* Two streams: three runs, one hint each, room for one at a time. */
+	r[0] = waiting_read(handle_index(a), 0, BIG);
+	r[1] = waiting_read(handle_index(b), 0, BIG);
+	r[2] = waiting_read(handle_index(a), BIG, BIG);
 	r[0]->next = r[1];
+	r[1]->next = r[2];
 	read_hint_waiting(r[0]);
 	ck_assert_uint_eq(num_kept, 1);
 	ck_assert(r[0]->ahead_hinted);
 	ck_assert(!r[1]->ahead_hinted);
-	/* The first hint done: the second READ gets its own now. */
+	ck_assert(!r[2]->ahead_hinted);
 	finish_kept();
 	read_hint_waiting(r[0]);
 	ck_assert_uint_eq(num_kept, 1);
-	ck_assert_uint_eq(kept[0]->offset, 20 * MiB);
 	ck_assert(r[1]->ahead_hinted);
+	ck_assert(!r[2]->ahead_hinted);
 	finish_kept();
-	request_free(r[0]);
-	request_free(r[1]);
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert_uint_eq(kept[0]->offset, BIG);
+	ck_assert_uint_eq(kept[0]->len, BIG);
+	ck_assert(r[2]->ahead_hinted);
+	finish_kept();
+	for (i = 0; i < 3; i++)
+		request_free(r[i]);
 	handle_close_all();
 	backend = &plain_backend;
 }
@@ -466,7 +469,7 @@ int main(void)
 	tcase_add_test(tc, test_pagecache_counts_every_page_the_range_touches);
 	tcase_add_test(tc, test_waiting_read_continuing_the_stream);
 	tcase_add_test(tc, test_waiting_read_ahead_is_bounded);
-	tcase_add_test(tc, test_waiting_read_elsewhere_gets_its_own_range);
+	tcase_add_test(tc, test_waiting_read_elsewhere_gets_none);
 	tcase_add_test(tc, test_waiting_reads_hinted_on_block_file_systems);
 	tcase_add_test(tc, test_waiting_reads_one_hint_per_run);
 	tcase_add_test(tc, test_waiting_read_asked_again_when_no_room);
