@@ -583,18 +583,17 @@ static int waiting_read_range(const struct request *req, struct handle **h,
 }
 
 /* Ask the kernel to read [from, end) of h ahead for the READs from first to
- * last: they are marked hinted, or, when no hint could go out (its slots
- * are busy), left to be asked again on a later turn: 0 then. */
-static int hint_run(struct handle *h, uint64_t from, uint64_t end,
-                    struct request *first, struct request *last)
+ * last: they are marked hinted, or left to be asked again on a later turn
+ * (readahead_queued). */
+static void hint_run(struct handle *h, uint64_t from, uint64_t end,
+                     struct request *first, struct request *last)
 {
 	struct request *r;
-	int ok = readahead_queued(h, from, end - from);
+	int done = readahead_queued(h, from, end - from);
 
 	for (r = first; r != last->next; r = r->next)
 		if (r->type == SSH2_FXP_READ)
-			r->ahead_hinted = ok;
-	return ok;
+			r->ahead_hinted = done;
 }
 
 void read_hint_waiting(struct request *waiting)
@@ -614,15 +613,15 @@ void read_hint_waiting(struct request *waiting)
 			last = r;
 			continue;
 		}
-		if (run != NULL && !hint_run(run, from, end, first, last))
-			return;
+		if (run != NULL)
+			hint_run(run, from, end, first, last);
 		run = h;
 		from = off;
 		end = off + len;
 		first = last = r;
 	}
 	if (run != NULL)
-		(void)hint_run(run, from, end, first, last);
+		hint_run(run, from, end, first, last);
 }
 
 static void write_finish(struct request *req)

@@ -33,6 +33,11 @@
 /* How far ahead of a stream's position the READs waiting for READ memory
  * are hinted at most (the client's queue: 64 READs of 255 KiB is less). */
 #define READAHEAD_QUEUED_MAX (32 * 1024 * 1024)
+/* ...in steps of at least this much: a hint per READ that arrives would
+ * cost a worker's turn each, and where cachestat(2) cannot tell what is
+ * cached (a file the user cannot write: EPERM), each would walk cached
+ * pages (warm downloads of another user's file ran 0.7 times as fast). */
+#define READAHEAD_QUEUED_STEP READAHEAD_REFILL
 
 /* Hints in flight at once (the back end keeps slots for them apart from
  * the requests'); when all are busy a hint is skipped. */
@@ -180,44 +185,54 @@ int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
 	return 1;
 }
 
-int readahead_queued_plan(uint64_t next_read, uint64_t *ahead_until,
-                          uint64_t off, uint64_t len, uint64_t *from,
-                          uint64_t *n)
+enum readahead_plan readahead_queued_plan(uint64_t next_read,
+                                          uint64_t *ahead_until, uint64_t off,
+                                          uint64_t len, uint64_t *from,
+                                          uint64_t *n)
 {
 	uint64_t end, limit;
 
 	if (len == 0 || off > UINT64_MAX - len)
-		return 0;
+		return READAHEAD_NONE;
 	end = off + len;
-	if (off >= next_read && off <= *ahead_until) {
-		/* The stream's own continuation: only what lies beyond the
-		 * window asked for already, up to a bound ahead of where the
-		 * stream is. */
-		limit = next_read > UINT64_MAX - READAHEAD_QUEUED_MAX
-		            ? UINT64_MAX
-		            : next_read + READAHEAD_QUEUED_MAX;
-		if (end > limit)
-			end = limit;
-		if (end <= *ahead_until)
-			return 0;
-		*from = *ahead_until;
-		*n = end - *from;
-		*ahead_until = end;
-		return 1;
-	}
 	/* Elsewhere in the file (random reads, a second stream): none.  A
 	 * hint of each random READ's own range was measured to cost more
 	 * than the depth it gives (doc/design.md, "Read-ahead hints"). */
-	return 0;
+	if (off < next_read || off > *ahead_until)
+		return READAHEAD_NONE;
+	/* The stream's own continuation: what lies beyond the window asked
+	 * for already, up to a bound ahead of where the stream is, once that
+	 * is a step's worth (until then, later, with the READs behind). */
+	limit = next_read > UINT64_MAX - READAHEAD_QUEUED_MAX
+	            ? UINT64_MAX
+	            : next_read + READAHEAD_QUEUED_MAX;
+	if (end > limit)
+		end = limit;
+	if (end <= *ahead_until)
+		return READAHEAD_NONE;
+	if (end - *ahead_until < READAHEAD_QUEUED_STEP)
+		return READAHEAD_LATER;
+	*from = *ahead_until;
+	*n = end - *from;
+	*ahead_until = end;
+	return READAHEAD_HINT;
 }
 
 int readahead_queued(struct handle *h, uint64_t off, uint64_t len)
 {
 	uint64_t from, n, until = h->ahead_until;
 
-	if (!h->hint_waiting ||
-	    !readahead_queued_plan(h->next_read, &until, off, len, &from, &n))
+	if (!h->hint_waiting)
 		return 1;
+	switch (
+	    readahead_queued_plan(h->next_read, &until, off, len, &from, &n)) {
+	case READAHEAD_NONE:
+		return 1;
+	case READAHEAD_LATER:
+		return 0;
+	case READAHEAD_HINT:
+		break;
+	}
 	if (!hint(h->fd, from, n))
 		return 0;
 	h->ahead_until = until;

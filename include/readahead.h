@@ -25,19 +25,24 @@ int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
 /* A READ of [off, off + len) on h waits to run (for READ memory): if it
  * continues h's sequential stream, ask the kernel to read it into the
  * page cache now.  1 when asked, or when there is nothing to ask (cached,
- * within the stream's window already, not the stream's); 0 when the hint
- * could not go out yet (its slots are busy): ask again later. */
+ * within the stream's window already, not the stream's); 0 when it is to
+ * be asked again later, with the READs that follow it (less than a step
+ * of 2 MiB beyond the window yet, or the hint's slots busy). */
 int readahead_queued(struct handle *h, uint64_t off, uint64_t len);
 
 /* Its decision, pure (tests/check_readahead.c): for a stream at next_read
- * whose read-ahead reaches *ahead_until, what to hint for a waiting READ
- * of [off, off + len).  A continuation of the stream (from next_read up to
- * *ahead_until) gets what lies beyond *ahead_until, bounded ahead of
- * next_read, and *ahead_until moves to its end; a READ elsewhere (random
- * reads) gets none.  1 with [*from, *from + *n) to hint, 0 for none. */
-int readahead_queued_plan(uint64_t next_read, uint64_t *ahead_until,
-                          uint64_t off, uint64_t len, uint64_t *from,
-                          uint64_t *n);
+ * whose read-ahead reaches *ahead_until, what to do for waiting READs of
+ * [off, off + len).  A continuation of the stream (starting from next_read
+ * up to *ahead_until) gets a hint of what lies beyond *ahead_until,
+ * bounded to 32 MiB ahead of next_read, once that is 2 MiB or more
+ * (READAHEAD_HINT, [*from, *from + *n), and *ahead_until moves to its
+ * end), until then READAHEAD_LATER; a range within the window already,
+ * or elsewhere (random reads), READAHEAD_NONE. */
+enum readahead_plan { READAHEAD_NONE, READAHEAD_HINT, READAHEAD_LATER };
+enum readahead_plan readahead_queued_plan(uint64_t next_read,
+                                          uint64_t *ahead_until, uint64_t off,
+                                          uint64_t len, uint64_t *from,
+                                          uint64_t *n);
 
 /* Do READs waiting for READ memory get hints of their own on this file
  * system (statfs(2)'s f_type)?  Only where a hint was measured to give

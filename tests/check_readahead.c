@@ -220,44 +220,60 @@ START_TEST(test_waiting_read_continuing_the_stream)
 {
 	uint64_t until = 0, from, n;
 
-	/* A fresh stream: the first READs are its continuation. */
-	ck_assert(readahead_queued_plan(0, &until, 0, BIG, &from, &n));
+	/* A fresh stream: READs from its start are its continuation, hinted
+	 * in steps of 2 MiB or more. */
+	ck_assert_int_eq(readahead_queued_plan(0, &until, 0, BIG, &from, &n),
+	                 READAHEAD_LATER);
+	ck_assert_uint_eq(until, 0);
+	ck_assert_int_eq(
+	    readahead_queued_plan(0, &until, 0, 9 * BIG, &from, &n),
+	    READAHEAD_HINT);
 	ck_assert_uint_eq(from, 0);
-	ck_assert_uint_eq(n, BIG);
-	ck_assert_uint_eq(until, BIG);
-	ck_assert(readahead_queued_plan(0, &until, BIG, BIG, &from, &n));
-	ck_assert_uint_eq(from, BIG);
-	ck_assert_uint_eq(n, BIG);
-	ck_assert_uint_eq(until, 2 * BIG);
-	/* Inside the window asked for already: nothing. */
+	ck_assert_uint_eq(n, 9 * BIG);
+	ck_assert_uint_eq(until, 9 * BIG);
+	/* Inside the window asked for already: nothing, ever. */
 	until = 4 * MiB;
-	ck_assert(!readahead_queued_plan(MiB, &until, 2 * MiB, BIG, &from, &n));
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 2 * MiB, BIG, &from, &n),
+	    READAHEAD_NONE);
 	ck_assert_uint_eq(until, 4 * MiB);
-	/* Across its end: only the part beyond. */
-	ck_assert(
-	    readahead_queued_plan(MiB, &until, 4 * MiB - 100, BIG, &from, &n));
+	/* Across its end: the part beyond, once it is a step. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 3 * MiB, 2 * MiB, &from, &n),
+	    READAHEAD_LATER);
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 3 * MiB, 3 * MiB, &from, &n),
+	    READAHEAD_HINT);
 	ck_assert_uint_eq(from, 4 * MiB);
-	ck_assert_uint_eq(n, BIG - 100);
-	ck_assert_uint_eq(until, 4 * MiB - 100 + BIG);
+	ck_assert_uint_eq(n, 2 * MiB);
+	ck_assert_uint_eq(until, 6 * MiB);
 }
 END_TEST
 
 START_TEST(test_waiting_read_ahead_is_bounded)
 {
-	uint64_t until = 32 * MiB - 10, from, n;
+	uint64_t until = 28 * MiB, from, n;
 
 	/* At most 32 MiB ahead of where the stream is. */
-	ck_assert(readahead_queued_plan(0, &until, until, BIG, &from, &n));
-	ck_assert_uint_eq(from, 32 * MiB - 10);
-	ck_assert_uint_eq(n, 10);
+	ck_assert_int_eq(
+	    readahead_queued_plan(0, &until, until, 8 * MiB, &from, &n),
+	    READAHEAD_HINT);
+	ck_assert_uint_eq(from, 28 * MiB);
+	ck_assert_uint_eq(n, 4 * MiB);
 	ck_assert_uint_eq(until, 32 * MiB);
-	ck_assert(!readahead_queued_plan(0, &until, 32 * MiB, BIG, &from, &n));
+	ck_assert_int_eq(
+	    readahead_queued_plan(0, &until, 32 * MiB, 8 * MiB, &from, &n),
+	    READAHEAD_NONE);
 	ck_assert_uint_eq(until, 32 * MiB);
-	/* Once the stream moved on, further. */
-	ck_assert(
-	    readahead_queued_plan(MiB, &until, 32 * MiB, 2 * MiB, &from, &n));
+	/* Once the stream moved on, further: a step at a time. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 32 * MiB, 8 * MiB, &from, &n),
+	    READAHEAD_LATER);
+	ck_assert_int_eq(readahead_queued_plan(3 * MiB, &until, 32 * MiB,
+	                                       8 * MiB, &from, &n),
+	                 READAHEAD_HINT);
 	ck_assert_uint_eq(from, 32 * MiB);
-	ck_assert_uint_eq(n, MiB);
+	ck_assert_uint_eq(n, 3 * MiB);
 }
 END_TEST
 
@@ -266,19 +282,25 @@ START_TEST(test_waiting_read_elsewhere_gets_none)
 	uint64_t until = MiB, from, n;
 
 	/* Random READs: no hint; the stream keeps its place. */
-	ck_assert(!readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB,
-	                                 &from, &n));
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB, &from, &n),
+	    READAHEAD_NONE);
 	ck_assert_uint_eq(until, MiB);
 	/* Behind the stream. */
-	ck_assert(!readahead_queued_plan(MiB, &until, 0, 32 * KiB, &from, &n));
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 0, 32 * MiB, &from, &n),
+	    READAHEAD_NONE);
 	/* Beyond its window, not adjacent. */
-	ck_assert(
-	    !readahead_queued_plan(MiB, &until, MiB + 1, 32 * KiB, &from, &n));
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, MiB + 1, 8 * MiB, &from, &n),
+	    READAHEAD_NONE);
 	ck_assert_uint_eq(until, MiB);
 	/* Nothing, or a range past the end of offsets. */
-	ck_assert(!readahead_queued_plan(0, &until, 5, 0, &from, &n));
-	ck_assert(!readahead_queued_plan(0, &until, UINT64_MAX - 5, 32 * KiB,
-	                                 &from, &n));
+	ck_assert_int_eq(readahead_queued_plan(0, &until, 5, 0, &from, &n),
+	                 READAHEAD_NONE);
+	ck_assert_int_eq(readahead_queued_plan(0, &until, UINT64_MAX - 5,
+	                                       8 * MiB, &from, &n),
+	                 READAHEAD_NONE);
 }
 END_TEST
 
@@ -361,11 +383,34 @@ static int handle_index(const struct handle *h)
 	return -1;
 }
 
+/* Append k adjacent READs of BIG on handle idx from off to all[] (*num so
+ * far), each linked after the one before. */
+static void add_reads(struct request **all, int *num, int idx, uint64_t off,
+                      int k)
+{
+	int i;
+
+	for (i = 0; i < k; i++) {
+		all[*num] = waiting_read(idx, off + (uint64_t)i * BIG, BIG);
+		if (*num > 0)
+			all[*num - 1]->next = all[*num];
+		++*num;
+	}
+}
+
+static void free_reads(struct request **all, int num)
+{
+	int i;
+
+	for (i = 0; i < num; i++)
+		request_free(all[i]);
+}
+
 START_TEST(test_waiting_reads_one_hint_per_run)
 {
+	struct request *r[64];
 	struct handle *a, *fuse;
-	struct request *r[6];
-	int i, ia, ifuse;
+	int n = 0, i, ia, ifuse;
 
 	/* Empty: no page of them is cached, every hint goes out. */
 	make_file("a", 0);
@@ -378,30 +423,41 @@ START_TEST(test_waiting_reads_one_hint_per_run)
 	fuse->hint_waiting = readahead_fs_hints_waiting(0x65735546);
 	ia = handle_index(a);
 	ifuse = handle_index(fuse);
-	/* Three READs of a's stream, one elsewhere in a (none), one on FUSE
-	 * (none), and the stream's next. */
-	r[0] = waiting_read(ia, 0, BIG);
-	r[1] = waiting_read(ia, BIG, BIG);
-	r[2] = waiting_read(ia, 2 * BIG, BIG);
-	r[3] = waiting_read(ia, 100 * MiB, 32 * KiB);
-	r[4] = waiting_read(ifuse, 0, BIG);
-	r[5] = waiting_read(ia, 3 * BIG, BIG);
-	for (i = 0; i < 5; i++)
-		r[i]->next = r[i + 1];
+	/* 9 READs of a's stream (2.24 MiB), one elsewhere in a (none), 9 on
+	 * FUSE (none), the stream's next 9, one on FUSE, and the stream's
+	 * next one (less than a step: later). */
+	add_reads(r, &n, ia, 0, 9);
+	r[n] = waiting_read(ia, 100 * MiB, 32 * KiB);
+	r[n - 1]->next = r[n];
+	n++;
+	add_reads(r, &n, ifuse, 0, 9);
+	add_reads(r, &n, ia, 9 * BIG, 9);
+	add_reads(r, &n, ifuse, 9 * BIG, 1);
+	add_reads(r, &n, ia, 18 * BIG, 1);
 	read_hint_waiting(r[0]);
 	ck_assert_uint_eq(num_kept, 2);
 	ck_assert_uint_eq(kept[0]->offset, 0);
-	ck_assert_uint_eq(kept[0]->len, 3 * BIG);
-	ck_assert_uint_eq(kept[1]->offset, 3 * BIG);
-	ck_assert_uint_eq(kept[1]->len, BIG);
-	for (i = 0; i < 6; i++)
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	ck_assert_uint_eq(kept[1]->offset, 9 * BIG);
+	ck_assert_uint_eq(kept[1]->len, 9 * BIG);
+	for (i = 0; i < n - 1; i++)
 		ck_assert(r[i]->ahead_hinted);
-	/* Once is enough. */
+	ck_assert(!r[n - 1]->ahead_hinted);
+	/* Once is enough; the last waits for more. */
 	finish_kept();
 	read_hint_waiting(r[0]);
 	ck_assert_uint_eq(num_kept, 0);
-	for (i = 0; i < 6; i++)
-		request_free(r[i]);
+	ck_assert(!r[n - 1]->ahead_hinted);
+	/* Eight more arrive: one hint, from where the stream's stood. */
+	add_reads(r, &n, ia, 19 * BIG, 8);
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert_uint_eq(kept[0]->offset, 18 * BIG);
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	for (i = 0; i < n; i++)
+		ck_assert(r[i]->ahead_hinted);
+	finish_kept();
+	free_reads(r, n);
 	handle_close_all();
 	backend = &plain_backend;
 }
@@ -409,9 +465,9 @@ END_TEST
 
 START_TEST(test_waiting_read_asked_again_when_no_room)
 {
+	struct request *r[32];
 	struct handle *a, *b;
-	struct request *r[3];
-	int i;
+	int n = 0;
 
 	make_file("a", 0);
 	make_file("b", 0);
@@ -421,30 +477,29 @@ START_TEST(test_waiting_read_asked_again_when_no_room)
 	a = reader("a");
 	b = reader("b");
 	/* Two streams: three runs, one hint each, room for one at a time. */
-	r[0] = waiting_read(handle_index(a), 0, BIG);
-	r[1] = waiting_read(handle_index(b), 0, BIG);
-	r[2] = waiting_read(handle_index(a), BIG, BIG);
-	r[0]->next = r[1];
-	r[1]->next = r[2];
+	add_reads(r, &n, handle_index(a), 0, 9);
+	add_reads(r, &n, handle_index(b), 0, 9);
+	add_reads(r, &n, handle_index(a), 9 * BIG, 9);
 	read_hint_waiting(r[0]);
 	ck_assert_uint_eq(num_kept, 1);
-	ck_assert(r[0]->ahead_hinted);
-	ck_assert(!r[1]->ahead_hinted);
-	ck_assert(!r[2]->ahead_hinted);
+	ck_assert(r[8]->ahead_hinted);
+	ck_assert(!r[9]->ahead_hinted);
+	ck_assert(!r[18]->ahead_hinted);
 	finish_kept();
 	read_hint_waiting(r[0]);
 	ck_assert_uint_eq(num_kept, 1);
-	ck_assert(r[1]->ahead_hinted);
-	ck_assert(!r[2]->ahead_hinted);
+	ck_assert_uint_eq(kept[0]->offset, 0); /* b's */
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	ck_assert(r[17]->ahead_hinted);
+	ck_assert(!r[18]->ahead_hinted);
 	finish_kept();
 	read_hint_waiting(r[0]);
 	ck_assert_uint_eq(num_kept, 1);
-	ck_assert_uint_eq(kept[0]->offset, BIG);
-	ck_assert_uint_eq(kept[0]->len, BIG);
-	ck_assert(r[2]->ahead_hinted);
+	ck_assert_uint_eq(kept[0]->offset, 9 * BIG);
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	ck_assert(r[26]->ahead_hinted);
 	finish_kept();
-	for (i = 0; i < 3; i++)
-		request_free(r[i]);
+	free_reads(r, n);
 	handle_close_all();
 	backend = &plain_backend;
 }

@@ -514,12 +514,13 @@ static int spy_submit(struct io_op *op)
 /* READs of a sequential stream beyond READ memory wait, and the kernel is
  * asked at once to read what they will want ahead: the device sees the
  * client's depth.  Further than the stream's own window reaches (4 MiB
- * beyond the READ that runs), and past the end of the file, so that no
+ * beyond the first READ) by more than a step (2 MiB), and past the end
+ * of the file, so that no
  * page cache holds all of it (on any file system) and a hint goes out;
  * the window itself is cached (the file was just written): no hint. */
 START_TEST(test_waiting_reads_get_read_ahead_hints)
 {
-	enum { N = 24, HELD = 18, LEN = SFTP_MAX_READ_LENGTH };
+	enum { N = 28, HELD = 18, LEN = SFTP_MAX_READ_LENGTH };
 	const struct io_backend *real = backend;
 	struct io_backend spy = *backend;
 	struct session_wait w;
