@@ -125,8 +125,23 @@ umount_below() {
 	done
 }
 
+# save_sysctls NAME...: the sysctls a test changes (fs.protected_symlinks,
+# ...), restored at exit whatever happens (they are the whole VM's).
+SAVED_SYSCTLS=()
+save_sysctls() {
+	local name value
+	[ "$(id -u)" = 0 ] || return 0
+	for name in "$@"; do
+		value=$(sysctl -n "$name" 2>/dev/null) || continue
+		SAVED_SYSCTLS+=("$name=$value")
+	done
+}
+
 cleanup() {
-	local pid
+	local pid saved
+	for saved in ${SAVED_SYSCTLS[@]+"${SAVED_SYSCTLS[@]}"}; do
+		sysctl -q -w "$saved" >/dev/null 2>&1 || true
+	done
 	for pid in ${CLEANUP_PIDS[@]+"${CLEANUP_PIDS[@]}"}; do
 		if kill -0 "$pid" 2>/dev/null; then
 			kill "$pid" 2>/dev/null || true
@@ -448,6 +463,47 @@ with sc.Client(argv, stderr=log, timeout=float(timeout)) as c:
         print("session: %s" % e, file=sys.stderr)
 print(out)
 EOF
+}
+
+# host_check DIR LOG WRAPPER... -- EXPECT...: --check and --check=json
+# of the server run through WRAPPER (a command and its options: a
+# simulated kernel or seccomp profile), in DIR/start, as us and (when we
+# are root) as nobody: both parse and agree, and say what
+# tests/hostcheck.py's EXPECT options say (io_uring or why not, the
+# operations the profile hides, the Landlock ABI, ...); --backend=auto
+# falls back exactly where the session whose log is LOG did.
+host_check() {
+	local d=$1 log=$2 who user wrap=()
+	shift 2
+	while [ "$1" != -- ]; do
+		wrap+=("$1")
+		shift
+	done
+	shift
+	mkdir -p "$d/start"
+	chmod 777 "$d/start"
+	for who in self nobody; do
+		local as=()
+		user=$(id -un)
+		if [ "$who" = nobody ]; then
+			[ "$(id -u)" = 0 ] || continue
+			user=nobody
+			as=(setpriv --reuid=nobody --regid="$(id -g nobody)"
+				--init-groups)
+		fi
+		if ! (cd "$d/start" &&
+			"${as[@]}" "${wrap[@]}" "$SERVER" --check \
+				>"$d/$who.txt" 2>"$d/$who.err" &&
+			"${as[@]}" "${wrap[@]}" "$SERVER" --check=json \
+				>"$d/$who.json" 2>>"$d/$who.err"); then
+			echo "  --check failed as $user"
+			sed 's/^/    /' "$d/$who.err"
+			return 1
+		fi
+		"$PYTHON3" "$TESTS_DIR/hostcheck.py" "$d/$who.txt" \
+			"$d/$who.json" --user "$user" --fallback-log "$log" \
+			--start-dir "$(cd "$d/start" && pwd -P)" "$@" || return 1
+	done
 }
 
 # need_seccomp WRAPPER [ARGS...]: the suite skips where the seccomp test
