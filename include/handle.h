@@ -38,13 +38,15 @@ struct handle {
 	uint64_t next_read; /* where a sequential READ stream continues */
 	uint64_t ahead_until;         /* read-ahead asked for up to here */
 	struct nocache_state nocache; /* --nocache (nocache.h) */
-	struct timespec opened;       /* monotonic, for the transfer log */
-	int write_failed;             /* the last WRITE failed (transfer log) */
-	int writes_failed;     /* any WRITE (or copy-data into it) failed */
-	int upload_lost;       /* CLOSE could not finish it (transfer log) */
-	struct upload *upload; /* what CLOSE must do (upload.h), or NULL */
-	char *order_path;      /* name made absolute, for the ordering rule
-	                        * (order.h); NULL: it has ".." */
+	int hint_waiting;       /* READs waiting for READ memory get hints of
+	                         * their own (readahead_fs_hints_waiting) */
+	struct timespec opened; /* monotonic, for the transfer log */
+	int write_failed;       /* the last WRITE failed (transfer log) */
+	int writes_failed;      /* any WRITE (or copy-data into it) failed */
+	int upload_lost;        /* CLOSE could not finish it (transfer log) */
+	struct upload *upload;  /* what CLOSE must do (upload.h), or NULL */
+	char *order_path;       /* name made absolute, for the ordering rule
+	                         * (order.h); NULL: it has ".." */
 	int next_free;
 };
 
