@@ -12,7 +12,8 @@
 #include "buf.h"
 #include "order.h"
 #include "request.h"
-#include "upload.h" /* open_file */
+#include "setstat.h" /* setstat_request */
+#include "upload.h"  /* open_file */
 
 typedef int (*handler_fn)(struct request *req);
 
@@ -84,14 +85,6 @@ void print_request_names(FILE *f);
 /* Append the VERSION extension pairs, leaving out refused ones. */
 int compose_extensions(struct wbuf *w);
 
-/* SETSTAT, FSETSTAT and lsetstat share one routine: OpenSSH's order
- * (size, mode, times, owner), every step tried, the last failure's status
- * returned.  name is for the log lines (and the path calls). */
-struct attrib;
-enum setstat_target { SETSTAT_PATH, SETSTAT_FD, SETSTAT_NOFOLLOW };
-uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
-                      enum setstat_target t);
-
 /* The whole of SETSTAT (SETSTAT_PATH) or lsetstat (SETSTAT_NOFOLLOW); fn
  * names OpenSSH's function for a parse error. */
 int setstat_request(struct request *req, const char *fn, enum setstat_target t);
@@ -100,15 +93,6 @@ int setstat_request(struct request *req, const char *fn, enum setstat_target t);
  * them ("<op> old ... new ..."), answered with one call's result. */
 int path_pair_request(struct request *req, const char *fn, const char *op,
                       int (*call)(const char *, const char *), int ring_op);
-
-/* A handler whose one system call goes to the ring (req->via_ring, set
- * by the queue: route.h): req->io set up for it (an io_opcode of
- * backend.h's metadata calls) and the reply built from its answer, as the
- * handler builds it from the call's.  Takes path and path2 (allocated,
- * or NULL: for IO_STATX, "" with AT_EMPTY_PATH, fd itself).  Returns
- * HANDLER_IO. */
-int ring_call(struct request *req, int opcode, int fd, char *path, char *path2,
-              int at_flags, mode_t mode);
 
 /* Handlers by module. */
 int process_open(struct request *req);
