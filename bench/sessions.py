@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Concurrent sessions of one user: N sessions at once, OpenSSH's
-sftp-server against ours (issue 11).  Part of `make bench` (compare.sh runs
+sftp-server against ours.  Part of `make bench` (compare.sh runs
 it after compare.py); see bench/README.md.  Standard library only.
 
 Each session is one `sftp-load` (client and server on pipes, as sshd gives

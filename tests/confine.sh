@@ -1,5 +1,5 @@
 #!/bin/bash
-# --confine (issue 14): tests/confine.py against $SERVER, once per back end
+# --confine: tests/confine.py against $SERVER, once per back end
 # (BACKENDS, default "uring plain"), as an unprivileged user.  Skips (77,
 # with the reason) where the kernel has no Landlock, after checking that
 # the server then refuses to start.

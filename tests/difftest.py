@@ -27,19 +27,19 @@ Known, deliberate tolerances (see also the report printed at the end):
       only the reply to that request.  Any reply to the unknown packet
       from either server is a difference (the README promises none).
   (d) malformed/oversized packets: exit status and output are compared.
-  (e) requests beyond OpenSSH (ADDITIONS, issue 12): VERSION and -Q
+  (e) requests beyond OpenSSH (ADDITIONS): VERSION and -Q
       requests are compared without them; the "additions" check sends each
       once and expects OP_UNSUPPORTED from OpenSSH and the right answer
       from the server under test.
 
-/proc and /sys files (kernel_files*, issue 20; stat gives 0 or a page, not
+/proc and /sys files (kernel_files*; stat gives 0 or a page, not
 their length) are read from their absolute paths; each download is also
 compared with what read() gives, their large files are compared as whole
 downloads (tolerance (a)), and a scenario on them runs again when the
 files changed while it ran.  OpenSSH's sftp and scp download them through
 each server too (run_kernel_clients).
 
-Options that change behaviour on purpose (issue 23): with --variant NAME
+Options that change behaviour on purpose: with --variant NAME
 the server under test runs every scenario with that variant's options
 (VARIANTS), and each scenario's replies, file tree and log must be as
 OpenSSH's except the aspects VARIANTS lists for it, which must differ: the
@@ -100,7 +100,7 @@ VERBOSE = False
 DROP_LOG = (re.compile(os.environ["DIFFTEST_DROP_LOG"].encode())
             if os.environ.get("DIFFTEST_DROP_LOG") else None)
 
-# Deliberate additions (issue 12): requests OpenSSH does not know.
+# Deliberate additions: requests OpenSSH does not know.
 ADDITIONS = ("check-file-name", "check-file-handle", "check-file",
              "copy-file", "space-available", "vendor-id")
 ADDITION_REFUSAL = re.compile(rb"^Refusing .*\b(%s) request" % "|".join(
@@ -1215,7 +1215,7 @@ def fx_special(r):
     settimes(r)
 
 
-# FIFOs, sockets and character devices (issue 10 item 3): OpenSSH seeks
+# FIFOs, sockets and character devices: OpenSSH seeks
 # before every READ and WRITE (but a WRITE on an append handle), so a FIFO
 # answers FAILURE ("Illegal seek") while /dev/zero and /dev/null, whose
 # lseek works, are read and written.  Only opens that cannot block
@@ -1303,7 +1303,7 @@ def sc_special_files_socketpair(s):
 
 # ------------------------------------------------------------- /proc, /sys
 
-# Files whose size in stat is 0 or not their length (issue 20): procfs and
+# Files whose size in stat is 0 or not their length: procfs and
 # sysfs files hold what read() gives until it returns 0, whatever stat
 # says.  Those missing here are left out; so is one that changes between
 # two reads (kernel_files).  /proc/kallsyms and /sys/kernel/btf/vmlinux
@@ -2007,8 +2007,8 @@ malformed("EOF after complete length", u32(100), close=True)
 malformed("garbage", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", init=False)
 
 
-# Every field of every request, malformed every way OpenSSH tells apart
-# (issue 10 item 8): missing or cut short ("incomplete message"), a string
+# Every field of every request, malformed every way OpenSSH tells apart:
+# missing or cut short ("incomplete message"), a string
 # longer than what is left ("incomplete message") or past sshbuf's 128 MiB
 # cap ("string is too large"), a NUL inside a C string ("invalid format"),
 # attributes cut short, with a huge extended count (9.2 runs out of packet:

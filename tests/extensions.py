@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The requests beyond OpenSSH (issue 12), against the server alone:
+"""The requests beyond OpenSSH, against the server alone:
 check-file-name, check-file-handle and paramiko's check-file (hashes
 compared with Python's hashlib and zlib), copy-file, space-available,
 vendor-id, and the transfer log (--xferlog).  OpenSSH's server answers these
@@ -689,7 +689,7 @@ def long_work_then(what, how):
 
 def t_cancel_when_client_goes():
     """A checksum, copy-data or copy-file of a 64 GiB sparse file stops
-    when the client goes away (issue 22)."""
+    when the client goes away."""
     with open(path("sparse-64g"), "wb") as f:
         f.truncate(SPARSE_SIZE)
     try:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Hostile clients against the built server (issue 6).
+"""Hostile clients against the built server.
 
 Each check starts the server on pipes (or a socketpair, as upstream sshd
 gives it) and misbehaves:
@@ -1119,7 +1119,7 @@ def check_corpus():
     require(not bad, "; ".join(bad))
 
 
-# ------------------------------------------------------------ issue 10
+# ------------------------------------- stalled and vanished clients
 
 DATA_HDR = 13  # length, type, id, data length
 
@@ -1306,7 +1306,7 @@ def check_flood_vs_truncate():
 
 
 def check_vanished_client():
-    """Issue 10 item 2: a READ whose reply is not read, then requests
+    """A READ whose reply is not read, then requests
     behind it (a WRITE to the range through a second handle, an OPEN for
     writing of the same file, an OPEN of another file), then the client
     closes both pipes (or its socket).  The server carries out what it
@@ -1377,7 +1377,7 @@ def count_wakeups(c):
 
 
 def check_stalled_client_sleeps():
-    """Issue 10 item 2: a client that stops reading (an OPEN for writing
+    """A client that stops reading (an OPEN for writing
     behind a READ; a flood of READs whose replies fill stdout) costs at
     most 10 wake-ups a second."""
     d = fresh_dir("stalled")
@@ -1416,7 +1416,7 @@ def check_stalled_client_sleeps():
 
 
 def check_hints_small_depth():
-    """Issue 10 item 6: with --queue-depth 1 to 8, read-ahead hints of a
+    """With --queue-depth 1 to 8, read-ahead hints of a
     sequential download never make fsync or copy-data fail."""
     d = fresh_dir("hints")
     size = 4 * MIB

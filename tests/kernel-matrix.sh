@@ -1,7 +1,7 @@
 #!/bin/bash
 # Functions here are mostly called through `check`:
 # shellcheck disable=SC2317
-# The kernel matrix (issue 22): the server on the kernels and containers
+# The kernel matrix: the server on the kernels and containers
 # users run, emulated on this one by tests/oldkernel (doc/design.md, "The
 # kernel matrix"):
 #

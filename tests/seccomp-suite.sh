@@ -1,7 +1,7 @@
 #!/bin/bash
 # Functions here are mostly called through `check`:
 # shellcheck disable=SC2317
-# io_uring denied as in Docker 25 and later (issue 6): run the server under
+# io_uring denied as in Docker 25 and later: run the server under
 # tests/no-uring, a seccomp filter that makes io_uring_setup, _enter and
 # _register fail with EPERM.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Many sessions of one user at once (issue 11), run as that user.
+"""Many sessions of one user at once, run as that user.
 
   sessions.py --server PATH --workdir DIR [--sessions N] [--many M]
 

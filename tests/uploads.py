@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""--atomic-uploads, -m/-M and --fsync-on-close (issue 23), against the
+"""--atomic-uploads, -m/-M and --fsync-on-close, against the
 server alone (the raw client and OpenSSH's sftp -D), on each file system
 given with --fs, and through sshd with real clients ("clients" mode) while
 a second process (tests/upload-watch.py) watches the target directory.
