@@ -57,15 +57,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "tests"))
+from procinfo import parse_size  # noqa: E402
 GiB = 1 << 30
 MiB = 1 << 20
 BIG = 261120  # OpenSSH's largest read and write (256 KiB - 1024)
-
-
-def parse_size(s):
-    s = s.strip()
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper())
-    return int(s[:-1]) * mult if mult else int(s)
 
 
 def env(name, default):

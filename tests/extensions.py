@@ -609,7 +609,10 @@ def t_vendor_id():
 # ------------------------------------------------------- a client gone
 
 SPARSE_SIZE = 64 << 30  # hours of hashing, seconds to minutes of copying
-GONE_LIMIT = 1.0        # seconds from the client's leaving to the exit
+# Seconds from the client's leaving to the exit.  The server's grace is
+# 250 ms (cancel.h); the rest is room for a busy machine.  That the work
+# was stopped, not finished, shows in the "Cancelled" answer and the log.
+GONE_LIMIT = 5.0
 
 
 def limit_file_size():
@@ -984,8 +987,7 @@ def main():
         if OPTS.only and OPTS.only not in name:
             continue
         check(name, fn)
-    print("%d passed, %d failed" % (tally.passed, tally.failed))
-    return 1 if tally.failed else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

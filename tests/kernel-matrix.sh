@@ -121,9 +121,9 @@ expected() {
 }
 
 # session LOG ARGV...: INIT, a STAT and EOF; the server's stderr to LOG.
-# Prints the exit status, or "failed".
+# True when it exited 0; else says how it ended.
 session() {
-	stat_session "$1" 20 0 "${@:2}"
+	served "$1" 20 0 "${@:2}"
 }
 
 # logged_once LOG EXPECTED: LOG's feature lines are EXPECTED's lines, each
@@ -144,7 +144,7 @@ logged_once() {
 # start_logs NAME: the feature lines of a session, unconfined and
 # confined, against the list.
 start_logs() {
-	local d=$WORK/$1 out confined
+	local d=$WORK/$1 confined
 	for confined in 0 1; do
 		local args=(-e -l VERBOSE) asan=${ASAN_OPTIONS:-}
 		if [ "$confined" = 1 ]; then
@@ -152,14 +152,8 @@ start_logs() {
 			args+=(-d "$d/jail" --confine)
 			asan=$NO_LEAK_CHECK
 		fi
-		out=$(ASAN_OPTIONS=$asan session \
-			"$d/start.$confined.log" \
-			"$OLDKERNEL" "$OPTS" "$SERVER" "${args[@]}")
-		if [ "$out" != 0 ]; then
-			echo "  session ($confined): $out"
-			sed 's/^/    /' "$d/start.$confined.log"
-			return 1
-		fi
+		ASAN_OPTIONS=$asan session "$d/start.$confined.log" \
+			"$OLDKERNEL" "$OPTS" "$SERVER" "${args[@]}" || return 1
 		expected "$1" "$confined" >"$d/expected.$confined"
 		logged_once "$d/start.$confined.log" "$d/expected.$confined" ||
 			return 1
@@ -171,15 +165,10 @@ start_logs() {
 # uring_serves NAME OPTS...: --backend=uring starts and serves under
 # oldkernel OPTS.
 uring_serves() {
-	local name=$1 out
+	local name=$1
 	shift
-	out=$(session "$WORK/$name/uring.log" "$OLDKERNEL" "$@" "$SERVER" \
-		--backend=uring -e -l VERBOSE)
-	if [ "$out" != 0 ]; then
-		echo "  session: $out"
-		sed 's/^/    /' "$WORK/$name/uring.log"
-		return 1
-	fi
+	session "$WORK/$name/uring.log" "$OLDKERNEL" "$@" "$SERVER" \
+		--backend=uring -e -l VERBOSE
 }
 
 # wrap NAME: the server under the profile as one executable for the
@@ -287,15 +276,10 @@ check "[5.10] --backend=uring serves" uring_510
 # 5.6, with IORING_OP_READ): plain system calls, said once; a forced
 # io_uring back end refuses.
 old_uring() {
-	local d=$WORK/5.4 out rc=0
+	local d=$WORK/5.4 rc=0
 	mkdir -p "$d"
-	out=$(session "$d/auto.log" "$OLDKERNEL" --kernel=5.4 "$SERVER" \
-		-e -l VERBOSE)
-	if [ "$out" != 0 ]; then
-		echo "  session: $out"
-		sed 's/^/    /' "$d/auto.log"
-		return 1
-	fi
+	session "$d/auto.log" "$OLDKERNEL" --kernel=5.4 "$SERVER" \
+		-e -l VERBOSE || return 1
 	{
 		echo "URING_SFTP_TEST_KERNEL=5.4: $TEST_MODE 5.4 (a test mode)"
 		echo "io_uring cannot list its operations"

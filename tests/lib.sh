@@ -450,6 +450,18 @@ print(out)
 EOF
 }
 
+# served LOG TIMEOUT LIMITS ARGV...: stat_session; true when the server
+# exited 0, else false after saying how the session ended, LOG's lines
+# below.
+served() {
+	local out
+	out=$(stat_session "$@")
+	[ "$out" = 0 ] && return 0
+	echo "  session: $out"
+	sed 's/^/    /' "$1"
+	return 1
+}
+
 # need_seccomp WRAPPER [ARGS...]: the suite skips where the seccomp test
 # wrapper (tests/no-uring, tests/oldkernel) cannot install its filter (it
 # exits 125), and fails at once where `WRAPPER ARGS true` fails otherwise.

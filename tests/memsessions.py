@@ -63,6 +63,7 @@ import termios
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import procinfo  # noqa: E402
 import sftpclient as sc  # noqa: E402
 import tally  # noqa: E402
 from tally import say as result  # noqa: E402
@@ -80,58 +81,27 @@ def mib(v):
     return "n/a" if v is None else "%.2f" % (v / MiB)
 
 
-def parse_size(s):
-    units = {"K": KiB, "M": MiB, "G": 1 << 30}
-    if s and s[-1].upper() in units:
-        return int(s[:-1]) * units[s[-1].upper()]
-    return int(s)
-
-
 # ------------------------------------------------------------ measuring
 
 def status_of(pid):
     """VmRSS, VmHWM, VmLck, VmPin, RssAnon of pid in bytes (0 when
     absent)."""
-    out = {"VmRSS": 0, "VmHWM": 0, "VmLck": 0, "VmPin": 0, "RssAnon": 0}
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in out:
-                    out[k] = int(v.split()[0]) * KiB
-    except OSError:
-        pass
-    return out
+    keys = ("VmRSS", "VmHWM", "VmLck", "VmPin", "RssAnon")
+    st = procinfo.status(pid, keys)
+    return {k: st.get(k, 0) * KiB for k in keys}
 
 
 def pipes_of(pid):
     """(bytes waiting, capacity) summed over the distinct pipes pid holds,
-    stdin and stdout included: each opened again through /proc/PID/fd."""
-    seen, waiting, capacity = set(), 0, 0
-    try:
-        names = os.listdir("/proc/%d/fd" % pid)
-    except OSError:
-        return 0, 0
-    for name in names:
-        path = "/proc/%d/fd/%s" % (pid, name)
-        try:
-            target = os.readlink(path)
-        except OSError:
+    stdin and stdout included."""
+    waiting, capacity = 0, 0
+    for fd in procinfo.pipes_held(pid):
+        if fd is None:
             continue
-        if not target.startswith("pipe:") or target in seen:
-            continue
-        seen.add(target)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            continue
-        try:
-            buf = array.array("i", [0])
-            fcntl.ioctl(fd, termios.FIONREAD, buf)
-            waiting += buf[0]
-            capacity += fcntl.fcntl(fd, F_GETPIPE_SZ)
-        finally:
-            os.close(fd)
+        buf = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, buf)
+        waiting += buf[0]
+        capacity += fcntl.fcntl(fd, F_GETPIPE_SZ)
     return waiting, capacity
 
 
@@ -568,7 +538,7 @@ def main():
     args.as_user = ["setpriv", "--reuid=%d" % pw.pw_uid,
                     "--regid=%d" % pw.pw_gid, "--init-groups",
                     "--inh-caps=-all", "--"]
-    size = parse_size(args.size)
+    size = procinfo.parse_size(args.size)
     allowance = args.allowance * MiB
     if args.cgroups:
         kind, parent = MemCgroup.find_parent()
@@ -661,8 +631,7 @@ def main():
                    "largest): only the queue's READs cost memory"
                    % (FLOOD, fname, mib(u["peakcost"]), DEPTH, mib(s64)))
     print("\ntook %.1f s" % (time.monotonic() - t0))
-    print("%d passed, %d failed" % (tally.passed, tally.failed))
-    return 1 if tally.failed else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

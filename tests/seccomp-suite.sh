@@ -36,9 +36,10 @@ FALLBACK_EPERM="io_uring unavailable (Operation not permitted); using plain syst
 FALLBACK_ENOSYS="io_uring unavailable (Function not implemented); using plain system calls"
 
 # session LOG ARGS...: a short session (INIT, limits, a STAT) under the
-# wrapper; the server's stderr goes to LOG.  Prints the exit status.
+# wrapper; the server's stderr goes to LOG.  True when it exited 0; else
+# says how it ended.
 session() {
-	stat_session "$1" 10 1 "${@:2}"
+	served "$1" 10 1 "${@:2}"
 }
 
 # --- the forced io_uring back end refuses to run -----------------------
@@ -60,14 +61,9 @@ check "--backend=uring under the filter exits non-zero with a clear message" \
 
 # --- automatic fallback ---------------------------------------------------
 fallback() {
-	local log=$1 line=$2 out
+	local log=$1 line=$2
 	shift 2
-	out=$(session "$log" "$@")
-	if [ "$out" != 0 ]; then
-		echo "  session: $out"
-		sed 's/^/    /' "$log"
-		return 1
-	fi
+	session "$log" "$@" || return 1
 	has_line "$log" "$line"
 }
 check "--backend=auto falls back and logs it at VERBOSE" \

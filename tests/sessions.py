@@ -178,10 +178,7 @@ def main():
         "/proc/sys/fs/pipe-user-pages-soft").read().strip()), flush=True)
     ran = check_pipe_quota(args)
     check_many(args)
-    print("%d passed, %d failed" % (tally.passed, tally.failed))
-    if not ran and tally.failed == 0:
-        sys.exit(77)
-    sys.exit(1 if tally.failed else 0)
+    sys.exit(tally.summary(skipped=not ran))
 
 
 if __name__ == "__main__":
