@@ -164,11 +164,12 @@ static int mode_change_ignored(const struct set_target *tg, const char *name,
 static void log_modtime(const char *name, uint32_t mtime)
 {
 	time_t t = mtime;
-	struct tm *tm = localtime(&t);
+	struct tm tm;
 	char when[64];
 
-	if (tm == NULL ||
-	    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", tm) == 0)
+	/* localtime_r: FSETSTAT and SETSTAT run in worker threads too. */
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", &tm) == 0)
 		snprintf(when, sizeof(when), "%lld", (long long)t);
 	logit("set \"%s\" modtime %s", name, when);
 }

@@ -110,8 +110,9 @@ MAX_READ = MAX_PACKET - 1024
 FLOOD_COUNT = 2048
 FLOOD_CHUNK = 32 * KIB
 RSS_LIMIT = 64 * MIB
-# The README's bounds: READ data a session holds (readmem.h, READMEM_BYTES:
-# READs beyond it wait, parsed, for earlier replies to go out).
+# The bounds of doc/operations.md: READ data a session holds (readmem.h,
+# READMEM_BYTES: READs beyond it wait, parsed, for earlier replies to go
+# out).
 READ_MEMORY = 3 * MIB // 2
 QUEUE_DEPTH = 64
 PAUSE = 3.0
