@@ -78,6 +78,12 @@ struct io_op {
 	/* IO_CALL: the work, run in a worker thread; it sets result. */
 	void (*call)(struct io_op *op);
 	ssize_t result; /* bytes moved, or -errno */
+	/* IO_READ, IO_WRITE and IO_WRITEV: preadv2/pwritev2 flags
+	 * (RWF_DONTCACHE for --nocache: nocache.h).  Where the kernel or the
+	 * file system refuses them (EOPNOTSUPP), the back end makes the call
+	 * again without them and sets rw_refused. */
+	int rw_flags;
+	int rw_refused;
 	/* The metadata calls' names and flags (see enum io_opcode). */
 	const char *path, *path2;
 	int at_flags;
@@ -139,6 +145,26 @@ struct io_done_list {
 void io_done_push(struct io_done_list *list, struct io_op *op);
 /* Move up to max of them into done[]; returns how many. */
 int io_done_pop(struct io_done_list *list, struct io_op **done, int max);
+
+/* The io_uring operations the back end uses (backend-uring.c says
+ * which it needs to start), and what the probe at its start found:
+ * --check reports them (hostcheck.c). */
+struct uring_op_used {
+	int ring_op; /* IORING_OP_ */
+	int io_op;   /* enum io_opcode */
+	const char *name;
+};
+#define URING_OPS_USED 10
+extern const struct uring_op_used uring_ops_used[URING_OPS_USED];
+struct uring_probe {
+	int setup;  /* 0, or io_uring_setup's -errno */
+	int listed; /* the kernel listed its operations (5.6) */
+	/* Which of uring_ops_used it has (less those a test's older kernel
+	 * lacked, testkernel.h). */
+	unsigned char has[URING_OPS_USED];
+};
+/* After uring_backend.init, started or not. */
+const struct uring_probe *uring_probed(void);
 
 extern const struct io_backend plain_backend;
 extern const struct io_backend uring_backend;
