@@ -588,6 +588,25 @@ int process_read(struct request *req)
 /* The range of a READ that has not run yet: the first one waiting (its
  * handler ran) or one behind it (its packet, as sent); 0, or -1 when it is
  * no READ of a regular file. */
+/* A READ not yet started: its handle, offset and length as sent (after
+ * the type and the id), without consuming them: 0, or -1 when it is no
+ * READ or malformed (its handler will say so).  Here, beside the READ
+ * handler that parses the same fields, not in handlers.c: the request
+ * table calls this file's handlers, so a call back would close a loop. */
+static int request_read_range(const struct request *req, int *idx,
+                              uint64_t *off, uint32_t *len)
+{
+	struct rbuf r;
+
+	rbuf_init(&r, req->packet + 1, req->packet_len - 1);
+	return req->type == SSH2_FXP_READ && rbuf_skip(&r, 4) == BUF_OK &&
+	               handle_parse(&r, idx) == BUF_OK &&
+	               rbuf_get_u64(&r, off) == BUF_OK &&
+	               rbuf_get_u32(&r, len) == BUF_OK
+	           ? 0
+	           : -1;
+}
+
 static int waiting_read_range(const struct request *req, struct handle **h,
                               uint64_t *off, uint32_t *len)
 {

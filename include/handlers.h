@@ -65,12 +65,6 @@ void request_scope(struct request *req);
 /* Before a READ or WRITE runs its handler: whether its handle is open at
  * all (one that is not may be what an OPEN still running will make). */
 void request_io_prescope(struct request *req);
-/* A READ not yet started: its handle, offset and length as sent, without
- * consuming them: 0, or -1 when it is no READ or malformed (its handler
- * will say so). */
-int request_read_range(const struct request *req, int *idx, uint64_t *off,
-                       uint32_t *len);
-
 /* Find the request's row once, when it is admitted: req->handler (for an
  * EXTENDED request, from the name in its packet; NULL when unknown) and
  * req->path_use.  request_start and the queue's questions use it. */
