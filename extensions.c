@@ -38,6 +38,7 @@
 #include "reply.h"
 #include "request.h"
 #include "server.h"
+#include "setstat.h"
 #include "sftp.h"
 #include "status.h"
 #include "upload.h"

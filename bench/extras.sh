@@ -1,5 +1,5 @@
 #!/bin/bash
-# Hashing and copying on the server (issue 12) beside the tools a shell
+# Hashing and copying on the server beside the tools a shell
 # account would use: check-file-name sha256 and md5 against sha256sum and
 # md5sum, copy-file and copy-data against cp, on a warm file (1 GiB by
 # default), and copy-file on a loop-mounted XFS image (reflink), when the

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Concurrent sessions of one user: N sessions at once, OpenSSH's
-sftp-server against ours (issue 11).  Part of `make bench` (compare.sh runs
+sftp-server against ours.  Part of `make bench` (compare.sh runs
 it after compare.py); see bench/README.md.  Standard library only.
 
 Each session is one `sftp-load` (client and server on pipes, as sshd gives
@@ -60,8 +60,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compare import (as_user, env, give_to_user, log, parse_kv,  # noqa: E402
-                     parse_size)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+from compare import as_user, env, give_to_user, log, parse_kv  # noqa: E402
+from procinfo import children, parse_size, pipes_held, status  # noqa: E402
 MiB = 1 << 20
 GiB = 1 << 30
 BIG = 261120
@@ -99,65 +100,34 @@ def meminfo_available():
 
 
 def children_of(pids):
-    """{pid: its child's pid} for the pids that have one (no
-    /proc/PID/task/PID/children on every kernel: a scan of /proc)."""
-    found = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid in pids:
-            found[ppid] = int(name)
-    return found
-
-
-def status_fields(pid):
-    r = {}
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("VmHWM", "VmRSS", "Threads"):
-                    r[k] = int(v.split()[0])
-    except OSError:
-        pass
-    return r
+    """{pid: its child's pid} for the pids that have one."""
+    kids = children()
+    return {p: kids[p][0] for p in pids if p in kids}
 
 
 def kernel_side(pid):
     """(pipe capacity, ring bytes) the kernel holds for the server: its
-    pipes (each counted once) by F_GETPIPE_SZ through /proc/PID/fd, its
-    io_uring rings from fdinfo.  None for the pipes without root."""
-    seen, pipes, ring = set(), 0, 0
+    pipes (each counted once) by F_GETPIPE_SZ, its io_uring rings from
+    fdinfo.  None for the pipes without root."""
+    pipes, ring = 0, 0
+    for fd in pipes_held(pid):
+        if fd is None:
+            if os.getuid() != 0:
+                pipes = None  # not root: cannot look
+            continue  # root: exiting meanwhile
+        if pipes is not None:
+            pipes += fcntl.fcntl(fd, F_GETPIPE_SZ)
     try:
         names = os.listdir("/proc/%d/fd" % pid)
     except OSError:
-        return None, 0
+        names = []
     for name in names:
-        path = "/proc/%d/fd/%s" % (pid, name)
         try:
-            target = os.readlink(path)
+            if os.readlink("/proc/%d/fd/%s" % (pid, name)) == \
+                    "anon_inode:[io_uring]":
+                ring += ring_bytes(pid, name)
         except OSError:
             continue
-        if target.startswith("pipe:") and target not in seen:
-            seen.add(target)
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            except OSError:
-                if os.getuid() != 0:
-                    pipes = None  # not root: cannot look
-                continue  # root: exiting meanwhile
-            try:
-                if pipes is not None:
-                    pipes += fcntl.fcntl(fd, F_GETPIPE_SZ)
-            finally:
-                os.close(fd)
-        elif target == "anon_inode:[io_uring]":
-            ring += ring_bytes(pid, name)
     return pipes, ring
 
 
@@ -206,7 +176,7 @@ class Sampler:
                     {p.pid for p in self.loads} - set(server_of)))
             servers = list(server_of.values())
             for s in servers:
-                st = status_fields(s)
+                st = status(s, ("VmHWM", "VmRSS", "Threads"))
                 if not st:
                     continue
                 pipes, ring = kernel_side(s)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: ISC
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* upload-eval: measures the two ways an upload's payload can reach a file
- * (issue 5: "evaluate splice from stdin for WRITE payloads against large
- * reads into the input buffer").  A writer process sends framed packets
+ * (splice from stdin for WRITE payloads, against large reads into the input
+ * buffer).  A writer process sends framed packets
  * (4-byte length, then payload, like SFTP WRITEs) through a pipe or a
  * socketpair; the reader either
  *   copy:   reads 1 MiB at a time into a buffer and pwrite()s each payload

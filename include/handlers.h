@@ -12,7 +12,8 @@
 #include "buf.h"
 #include "order.h"
 #include "request.h"
-#include "upload.h" /* open_file */
+#include "setstat.h" /* setstat_request */
+#include "upload.h"  /* open_file */
 
 typedef int (*handler_fn)(struct request *req);
 
@@ -64,12 +65,6 @@ void request_scope(struct request *req);
 /* Before a READ or WRITE runs its handler: whether its handle is open at
  * all (one that is not may be what an OPEN still running will make). */
 void request_io_prescope(struct request *req);
-/* A READ not yet started: its handle, offset and length as sent, without
- * consuming them: 0, or -1 when it is no READ or malformed (its handler
- * will say so). */
-int request_read_range(const struct request *req, int *idx, uint64_t *off,
-                       uint32_t *len);
-
 /* Find the request's row once, when it is admitted: req->handler (for an
  * EXTENDED request, from the name in its packet; NULL when unknown) and
  * req->path_use.  request_start and the queue's questions use it. */
@@ -91,14 +86,6 @@ void print_request_names(FILE *f);
 /* Append the VERSION extension pairs, leaving out refused ones. */
 int compose_extensions(struct wbuf *w);
 
-/* SETSTAT, FSETSTAT and lsetstat share one routine: OpenSSH's order
- * (size, mode, times, owner), every step tried, the last failure's status
- * returned.  name is for the log lines (and the path calls). */
-struct attrib;
-enum setstat_target { SETSTAT_PATH, SETSTAT_FD, SETSTAT_NOFOLLOW };
-uint32_t apply_attrib(const char *name, int fd, const struct attrib *a,
-                      enum setstat_target t);
-
 /* The whole of SETSTAT (SETSTAT_PATH) or lsetstat (SETSTAT_NOFOLLOW); fn
  * names OpenSSH's function for a parse error. */
 int setstat_request(struct request *req, const char *fn, enum setstat_target t);
@@ -107,15 +94,6 @@ int setstat_request(struct request *req, const char *fn, enum setstat_target t);
  * them ("<op> old ... new ..."), answered with one call's result. */
 int path_pair_request(struct request *req, const char *fn, const char *op,
                       int (*call)(const char *, const char *), int ring_op);
-
-/* A handler whose one system call goes to the ring (req->via_ring, set
- * by the queue: route.h): req->io set up for it (an io_opcode of
- * backend.h's metadata calls) and the reply built from its answer, as the
- * handler builds it from the call's.  Takes path and path2 (allocated,
- * or NULL: for IO_STATX, "" with AT_EMPTY_PATH, fd itself).  Returns
- * HANDLER_IO. */
-int ring_call(struct request *req, int opcode, int fd, char *path, char *path2,
-              int at_flags, mode_t mode);
 
 /* Handlers by module. */
 int process_open(struct request *req);

@@ -390,7 +390,7 @@ START_TEST(test_append_handles_merge_in_order)
 	int st[8], i;
 
 	/* Offsets are ignored on append handles, even one that does not
-	 * fit off_t (issue 10): the data follows in request order. */
+	 * fit off_t: the data follows in request order. */
 	write_req(append_idx, UINT64_MAX, 100);
 	write_req(append_idx, 0, 100);
 	write_req(append_idx, 5, 56);
@@ -451,7 +451,7 @@ static size_t run_sequence(const struct wspec *seq, int n, size_t merge,
 	return (size_t)got;
 }
 
-/* Issue 10: merging must never change any request's outcome.  Each
+/* Merging must never change any request's outcome.  Each
  * sequence runs merged and one by one, with a disk that takes everything
  * and with one that fills up part-way: same statuses, same file. */
 START_TEST(test_merging_never_changes_outcomes)

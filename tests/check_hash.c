@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
-/* hash.c: the check-file algorithms (issue 12).  Known digests, the choice
+/* hash.c: the check-file algorithms.  Known digests, the choice
  * from the client's list, and a context reused block after block. */
 #include "config.h"
 

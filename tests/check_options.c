@@ -123,7 +123,7 @@ START_TEST(test_defaults)
 }
 END_TEST
 
-/* --xferlog=FILE and --xferlog-format=xferlog|json (issue 12). */
+/* --xferlog=FILE and --xferlog-format=xferlog|json. */
 START_TEST(test_xferlog_options)
 {
 	char *json[] = {"s", "--xferlog=/var/log/x", "--xferlog-format=json",
@@ -461,7 +461,7 @@ START_TEST(test_query_requests)
 	ck_assert(strncmp(out, "open\nclose\n", 11) == 0);
 	ck_assert_ptr_nonnull(strstr(out, "home-directory\n"
 	                                  "users-groups-by-id\n"));
-	/* Ours after OpenSSH's (issue 12). */
+	/* Ours after OpenSSH's. */
 	ck_assert_ptr_nonnull(strstr(out, "users-groups-by-id\n"
 	                                  "check-file-name\n"));
 
@@ -611,7 +611,7 @@ START_TEST(test_confine_option)
 END_TEST
 
 /* -m, -M (OpenSSH's pull request #351's letters), --atomic-uploads and
- * --fsync-on-close (issue 23). */
+ * --fsync-on-close. */
 START_TEST(test_upload_options)
 {
 	char *all[] = {"s",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""--confine (issue 14): a confined server against a client that tries every
+"""--confine: a confined server against a client that tries every
 way out of the confinement directory, and does ordinary work inside it.
 
 The server runs as an unprivileged user (nobody when the test runs as root).
@@ -1106,7 +1106,7 @@ def starts_in(args, what, want, cwd="/"):
 
 def check_dir_rule(base):
     """DIR is opened without following symlinks, and refused when anyone
-    but root and its owner could move it (issue 22).  First the escape
+    but root and its owner could move it.  First the escape
     that was possible: a session confined to home/ makes home/backup a
     symlink to /, and a later session confined to home/backup was then
     confined to "/"."""

@@ -1,5 +1,5 @@
 #!/bin/bash
-# --confine (issue 14): tests/confine.py against $SERVER, once per back end
+# --confine: tests/confine.py against $SERVER, once per back end
 # (BACKENDS, default "uring plain"), as an unprivileged user.  Skips (77,
 # with the reason) where the kernel has no Landlock, after checking that
 # the server then refuses to start.
@@ -52,7 +52,7 @@ by_path+='access|faccessat)[[:space:]]*\(|io_uring_prep_(open|statx|rename|'
 by_path+='unlink|mkdir|symlink|link|setxattr|getxattr)'
 # The one exception: the metadata calls a handler gives io_uring on slow
 # storage (io.h) name op->path and op->path2, which only ring_call
-# (handlers-path.c) sets, and it refuses to under --confine.
+# (ring-call.c) sets, and it refuses to under --confine.
 found=$(cd "$SRC" && { grep -nE "$by_path" "${io_files[@]}" || true; } |
 	{ grep -vE '\bop->path2?\b' || true; })
 if [ -z "$found" ]; then
@@ -62,9 +62,9 @@ else
 	fail "the I/O path names paths:"
 	echo "$found"
 fi
-setters=$(cd "$SRC" && grep -nE '(\.|->)path2? = ' -- *.c | grep -v '^handlers-path\.c:' || true)
+setters=$(cd "$SRC" && grep -nE '(\.|->)path2? = ' -- *.c | grep -v '^ring-call\.c:' || true)
 if [ -z "$setters" ] && (cd "$SRC" &&
-	sed -n '/^int ring_call(/,/^}/p' handlers-path.c | grep -q 'confine_active()'); then
+	sed -n '/^int ring_call(/,/^}/p' ring-call.c | grep -q 'confine_active()'); then
 	pass "only ring_call names a path to the I/O path, and not under --confine"
 else
 	fail "a path reaches the I/O path elsewhere, or ring_call takes it" \

@@ -27,19 +27,19 @@ Known, deliberate tolerances (see also the report printed at the end):
       only the reply to that request.  Any reply to the unknown packet
       from either server is a difference (the README promises none).
   (d) malformed/oversized packets: exit status and output are compared.
-  (e) requests beyond OpenSSH (ADDITIONS, issue 12): VERSION and -Q
+  (e) requests beyond OpenSSH (ADDITIONS): VERSION and -Q
       requests are compared without them; the "additions" check sends each
       once and expects OP_UNSUPPORTED from OpenSSH and the right answer
       from the server under test.
 
-/proc and /sys files (kernel_files*, issue 20; stat gives 0 or a page, not
+/proc and /sys files (kernel_files*; stat gives 0 or a page, not
 their length) are read from their absolute paths; each download is also
 compared with what read() gives, their large files are compared as whole
 downloads (tolerance (a)), and a scenario on them runs again when the
 files changed while it ran.  OpenSSH's sftp and scp download them through
 each server too (run_kernel_clients).
 
-Options that change behaviour on purpose (issue 23): with --variant NAME
+Options that change behaviour on purpose: with --variant NAME
 the server under test runs every scenario with that variant's options
 (VARIANTS), and each scenario's replies, file tree and log must be as
 OpenSSH's except the aspects VARIANTS lists for it, which must differ: the
@@ -82,6 +82,7 @@ import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXF_APPEND, FXF_CREAT, FXF_TRUNC, FXF_EXCL,
     FXP_STATUS, FXP_HANDLE, FXP_NAME, FXP_REALPATH, FXP_DATA, u32, u64, string, packet, encode_attrs)
+import tally  # noqa: E402
 
 T0 = int(time.time())
 OLD = 1000000000                 # 2001-09-09, longname shows the year
@@ -100,7 +101,7 @@ VERBOSE = False
 DROP_LOG = (re.compile(os.environ["DIFFTEST_DROP_LOG"].encode())
             if os.environ.get("DIFFTEST_DROP_LOG") else None)
 
-# Deliberate additions (issue 12): requests OpenSSH does not know.
+# Deliberate additions: requests OpenSSH does not know.
 ADDITIONS = ("check-file-name", "check-file-handle", "check-file",
              "copy-file", "space-available", "vendor-id")
 ADDITION_REFUSAL = re.compile(rb"^Refusing .*\b(%s) request" % "|".join(
@@ -1233,7 +1234,7 @@ def fx_special(r):
     settimes(r)
 
 
-# FIFOs, sockets and character devices (issue 10 item 3): OpenSSH seeks
+# FIFOs, sockets and character devices: OpenSSH seeks
 # before every READ and WRITE (but a WRITE on an append handle), so a FIFO
 # answers FAILURE ("Illegal seek") while /dev/zero and /dev/null, whose
 # lseek works, are read and written.  Only opens that cannot block
@@ -1321,7 +1322,7 @@ def sc_special_files_socketpair(s):
 
 # ------------------------------------------------------------- /proc, /sys
 
-# Files whose size in stat is 0 or not their length (issue 20): procfs and
+# Files whose size in stat is 0 or not their length: procfs and
 # sysfs files hold what read() gives until it returns 0, whatever stat
 # says.  Those missing here are left out; so is one that changes between
 # two reads (kernel_files).  /proc/kallsyms and /sys/kernel/btf/vmlinux
@@ -2060,8 +2061,8 @@ malformed("EOF after complete length", u32(100), close=True)
 malformed("garbage", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", init=False)
 
 
-# Every field of every request, malformed every way OpenSSH tells apart
-# (issue 10 item 8): missing or cut short ("incomplete message"), a string
+# Every field of every request, malformed every way OpenSSH tells apart:
+# missing or cut short ("incomplete message"), a string
 # longer than what is left ("incomplete message") or past sshbuf's 128 MiB
 # cap ("string is too large"), a NUL inside a C string ("invalid format"),
 # attributes cut short, with a huge extended count (9.2 runs out of packet:
@@ -2515,7 +2516,7 @@ def sc_eof_drain(s):
     got = []
     try:
         while True:
-            got.append(s.c.recv(5.0))
+            got.append(s.c.recv())
     except sc.SFTPError:
         pass
     ids = [g.id for g in got]
@@ -2535,7 +2536,7 @@ def sc_eof_drain_writes(s):
     got = []
     try:
         while True:
-            got.append(s.c.recv(5.0))
+            got.append(s.c.recv())
     except sc.SFTPError:
         pass
     res = [(g.id, sc.STATUS_NAMES.get(getattr(g, "code", None)))
@@ -2566,7 +2567,7 @@ def sc_vanish(s):
     acked = []
     try:
         while len(acked) < 40:
-            rep = s.c.recv(5.0)
+            rep = s.c.recv()
             if rep.is_status(sc.FX_OK):
                 acked.append(rep.id - 3000)
     except sc.SFTPError:
@@ -3241,10 +3242,7 @@ def main():
     print("[%s] difftest took %.1fs" % (st.label, time.time() - t_start))
     for what in sorted(SKIPPED):
         print("SKIP [%s] %s" % (st.label, what))
-    print("%d passed, %d failed" % (st.passed, st.failed))
-    if st.failed:
-        return 1
-    return 77 if SKIPPED else 0
+    return tally.summary(st.passed, st.failed, bool(SKIPPED))
 
 
 if __name__ == "__main__":

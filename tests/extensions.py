@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The requests beyond OpenSSH (issue 12), against the server alone:
+"""The requests beyond OpenSSH, against the server alone:
 check-file-name, check-file-handle and paramiko's check-file (hashes
 compared with Python's hashlib and zlib), copy-file, space-available,
 vendor-id, and the transfer log (--xferlog).  OpenSSH's server answers these
@@ -609,7 +609,10 @@ def t_vendor_id():
 # ------------------------------------------------------- a client gone
 
 SPARSE_SIZE = 64 << 30  # hours of hashing, seconds to minutes of copying
-GONE_LIMIT = 1.0        # seconds from the client's leaving to the exit
+# Seconds from the client's leaving to the exit.  The server's grace is
+# 250 ms (cancel.h); the rest is room for a busy machine.  That the work
+# was stopped, not finished, shows in the "Cancelled" answer and the log.
+GONE_LIMIT = 5.0
 
 
 def limit_file_size():
@@ -722,7 +725,7 @@ def long_work_then(what, how, where=None, step_limit=None):
 
 def t_cancel_when_client_goes():
     """A checksum, copy-data or copy-file of a 64 GiB sparse file stops
-    when the client goes away (issue 22)."""
+    when the client goes away."""
     with open(path("sparse-64g"), "wb") as f:
         f.truncate(SPARSE_SIZE)
     try:
@@ -1043,8 +1046,7 @@ def main():
         if OPTS.only and OPTS.only not in name:
             continue
         check(name, fn)
-    print("%d passed, %d failed" % (tally.passed, tally.failed))
-    return 1 if tally.failed else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

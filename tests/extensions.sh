@@ -1,5 +1,5 @@
 #!/bin/bash
-# The requests beyond OpenSSH (issue 12): check-file-name, check-file-handle,
+# The requests beyond OpenSSH: check-file-name, check-file-handle,
 # paramiko's check-file, copy-file, space-available, vendor-id and the
 # --xferlog transfer log, against the server alone (tests/extensions.py),
 # once per back-end pass (see lib.sh).  Hashes are compared with Python's

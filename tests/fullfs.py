@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write failures and vanishing clients (issue 4).
+"""Write failures and vanishing clients.
 
 Full file system (--fsdir: an empty, small tmpfs mounted by fullfs.sh):
 for each upload pattern (32 KiB writes, 261120-byte writes, odd unaligned

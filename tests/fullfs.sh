@@ -1,5 +1,5 @@
 #!/bin/bash
-# Write failures and vanishing clients (tests/fullfs.py; issue 4).
+# Write failures and vanishing clients (tests/fullfs.py).
 #
 # Mounts a small tmpfs (FULLFS_SIZE, default 2m) in a temporary directory
 # and uploads more than it holds in one pipelined batch: OK exactly for the

@@ -194,7 +194,7 @@ def corpus():
     s.ext("no-such-extension@example.com", b"payload")
     files["extensions"] = s.data
 
-    # Beyond OpenSSH (issue 12): checksums by name and by handle (whole,
+    # Beyond OpenSSH: checksums by name and by handle (whole,
     # per block, ranges past the end, the reply cap, bad parameters),
     # copy-file with and without overwrite, space-available, vendor-id
     # (WinSCP's changes the checksum reply).

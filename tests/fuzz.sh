@@ -1,7 +1,7 @@
 #!/bin/bash
 # Functions here are mostly called through `check`:
 # shellcheck disable=SC2317
-# The libFuzzer target over the packet path (tests/fuzz_packets.c, issue 6).
+# The libFuzzer target over the packet path (tests/fuzz_packets.c).
 #
 #   tests/fuzz.sh
 #       (make check) replay the seed corpus tests/fuzz-corpus/ and every

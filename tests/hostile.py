@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Hostile clients against the built server (issue 6).
+"""Hostile clients against the built server.
 
 Each check starts the server on pipes (or a socketpair, as upstream sshd
 gives it) and misbehaves:
@@ -609,13 +609,17 @@ def check_idle_memory_released():
         for rid in ids:
             require(c.expect(rid).type == FXP_DATA, "READ failed")
         busy = rss_of(c.proc.pid)
-        time.sleep(1.5)
+        t0 = time.monotonic()
+        # A second idle, then the server's next look: on a busy machine
+        # that look may come late, so it is waited for (10 s at most).
+        within(10, lambda: busy - rss_of(c.proc.pid) >= MIB)
         idle = rss_of(c.proc.pid)
         log("RSS: %.2f MiB before the download, %.2f right after, %.2f "
-            "after 1.5 s idle" % (before / MIB, busy / MIB, idle / MIB))
+            "after %.1f s idle" % (before / MIB, busy / MIB, idle / MIB,
+                                   time.monotonic() - t0))
         require(busy - before >= MIB, "RSS grew by %.2f MiB in the "
                 "download: the check tests nothing" % ((busy - before) / MIB))
-        require(busy - idle >= MIB, "RSS %.2f MiB after 1.5 s idle, %.2f "
+        require(busy - idle >= MIB, "RSS %.2f MiB after 10 s idle, %.2f "
                 "MiB right after the download" % (idle / MIB, busy / MIB))
         # And the memory comes back when needed.
         rep = c.read(h, 0, big)
@@ -872,8 +876,8 @@ def eager_writer_behind_reads(socketpair, nreads, writes_of):
                              + u32(big)) for i in range(nreads))
         packets, expect = writes_of(h_dst, data)
         write_noread(c, reads, 10)
-        time.sleep(0.5)
-        require(unread_by_client(c) + MIB <= nreads * big,
+        require(within(10, lambda: unread_by_client(c) + MIB <=
+                       nreads * big),
                 "stdout did not fill: the check tests nothing")
         try:
             write_each_noread(c, packets, 10)
@@ -1049,26 +1053,23 @@ def check_unknown_types():
         unknown = [99, 0, FXP_VERSION, FXP_STATUS, FXP_DATA, 150, 255]
         for t in unknown:
             # the unknown packet alone, then a request: it is answered
-            # promptly and nothing answers the unknown one
-            t0 = time.monotonic()
+            # with nothing more sent (a server waiting for more input
+            # would never answer) and nothing answers the unknown one
             c.send_raw(req(t, 50 + t, b"payload")
                        + req(FXP_READ, 1000 + t, string(h) + u64(0)
                              + u32(1000)))
-            rep = c.recv(2.0)
-            took = time.monotonic() - t0
+            rep = c.recv()
             require(rep.id == 1000 + t and rep.type == FXP_DATA,
                     "after unknown type %d: %r" % (t, rep))
-            require(took < 1.0, "reply after unknown type %d took %.2f s"
-                    % (t, took))
             # the unknown packet last, nothing after it for a while
             c.send_raw(req(FXP_STAT, 2000 + t, string("f"))
                        + req(t, 60 + t, b""))
-            rep = c.recv(2.0)
+            rep = c.recv()
             require(rep.id == 2000 + t, "STAT before unknown type %d: %r"
                     % (t, rep))
             time.sleep(0.05)
             c.send_raw(req(FXP_STAT, 3000 + t, string("f")))
-            rep = c.recv(2.0)
+            rep = c.recv()
             require(rep.id == 3000 + t, "STAT after unknown type %d: %r"
                     % (t, rep))
         # many, mixed with pipelined reads
@@ -1079,7 +1080,7 @@ def check_unknown_types():
             want.append(c.read(h, i * 100, 100, wait=False))
         c.end_batch()
         for rid in want:
-            rep = c.expect(rid, 5.0)
+            rep = c.expect(rid)
             require(rep.type == FXP_DATA, "pipelined read: %r" % rep)
         rep = c.extended("unknown@example.com")
         require(rep.is_status(FX_OP_UNSUPPORTED),
@@ -1120,7 +1121,7 @@ def check_corpus():
     require(not bad, "; ".join(bad))
 
 
-# ------------------------------------------------------------ issue 10
+# ------------------------------------- stalled and vanished clients
 
 DATA_HDR = 13  # length, type, id, data length
 
@@ -1130,6 +1131,18 @@ def unread_bytes(fd):
     buf = array.array("i", [0])
     fcntl.ioctl(fd, termios.FIONREAD, buf)
     return buf[0]
+
+
+def within(seconds, cond):
+    """Whether cond() holds within seconds (checked every 10 ms): for a
+    state the server reaches by itself, which a busy machine may delay
+    well past what it takes on an idle one."""
+    deadline = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def wait_unread(c, n, timeout=20):
@@ -1159,12 +1172,14 @@ else:
 
 
 def truncator_done(t):
-    """Process t ends within a second, as it does with OpenSSH's server:
-    nothing of ours makes it wait."""
+    """Process t ends, as it does with OpenSSH's server: nothing of ours
+    makes it wait.  What could make it wait (a lease the server held) holds
+    it for fs.lease-break-time, 45 s by default; 10 s leaves a busy
+    machine the time to start a python3 and run it."""
     try:
-        rc = t.wait(1.0)
+        rc = t.wait(10)
     except subprocess.TimeoutExpired:
-        raise CheckFailed("the truncating process still waits after 1 s")
+        raise CheckFailed("the truncating process still waits after 10 s")
     require(rc == 0, "the truncating process failed")
 
 
@@ -1307,7 +1322,7 @@ def check_flood_vs_truncate():
 
 
 def check_vanished_client():
-    """Issue 10 item 2: a READ whose reply is not read, then requests
+    """A READ whose reply is not read, then requests
     behind it (a WRITE to the range through a second handle, an OPEN for
     writing of the same file, an OPEN of another file), then the client
     closes both pipes (or its socket).  The server carries out what it
@@ -1378,7 +1393,7 @@ def count_wakeups(c):
 
 
 def check_stalled_client_sleeps():
-    """Issue 10 item 2: a client that stops reading (an OPEN for writing
+    """A client that stops reading (an OPEN for writing
     behind a READ; a flood of READs whose replies fill stdout) costs at
     most 10 wake-ups a second."""
     d = fresh_dir("stalled")
@@ -1417,7 +1432,7 @@ def check_stalled_client_sleeps():
 
 
 def check_hints_small_depth():
-    """Issue 10 item 6: with --queue-depth 1 to 8, read-ahead hints of a
+    """With --queue-depth 1 to 8, read-ahead hints of a
     sequential download never make fsync or copy-data fail."""
     d = fresh_dir("hints")
     size = 4 * MIB

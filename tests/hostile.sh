@@ -1,5 +1,5 @@
 #!/bin/bash
-# Hostile clients (issue 6): tests/hostile.py against $SERVER, once per
+# Hostile clients: tests/hostile.py against $SERVER, once per
 # back end (BACKENDS, default "uring plain"; see lib.sh).  The fuzz seed
 # corpus and the fuzz regressions are replayed against the real binary too.
 #

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Include cycles among the sources: a file's header (include/foo.h) and its
 foo.c count as one module, which depends on every module whose header either
-of them includes.  Prints each cycle (a strongly connected group of modules,
-with the edges inside it) and exits 1 if there is one, else exits 0.
+of them includes.  A header shared by several .c files (handlers.h declares
+the handlers of handlers-file.c, handlers-path.c, ...) hides who depends on
+whom, so the calls count too: a .c that uses a function another .c defines
+depends on that .c, and those dependencies must not loop either.  Prints
+each cycle (a strongly connected group of modules, with the edges inside
+it) and exits 1 if there is one, else exits 0.
 Usage: include-cycles.py SRCDIR"""
 import glob
 import os
@@ -10,6 +14,39 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)\.h"', re.M)
+
+
+# A function definition that other files can call: not static, its
+# parameter list closed at the end of a line and its body opening on the
+# next (the layout .clang-format gives).
+DEFINITION = re.compile(
+    r'^(?!static\b)[A-Za-z_][\w \t*]*?\b(\w+)\([^;{}]*?\)\s*\n\{', re.M)
+IDENTIFIER = re.compile(r'\b[A-Za-z_]\w*\b')
+
+
+def code(path):
+    """The file's text without comments and string literals, whose words
+    are not uses."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r'/\*.*?\*/', lambda m: '\n' * m.group(0).count('\n'),
+                  text, flags=re.S)
+    text = re.sub(r'//[^\n]*', '', text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+def calls(root):
+    """Module -> the other .c files whose functions it calls or names."""
+    texts = {os.path.basename(p)[:-2]: code(p)
+             for p in glob.glob(os.path.join(root, "*.c"))}
+    owner = {fn: name for name, text in texts.items()
+             for fn in DEFINITION.findall(text)}
+    edges = {name: set() for name in texts}
+    for name, text in texts.items():
+        for word in set(IDENTIFIER.findall(text)):
+            if owner.get(word, name) != name:
+                edges[name].add(owner[word])
+    return edges
 
 
 def includes(path):
@@ -72,12 +109,14 @@ def main():
     if not any(edges.values()):
         print("no includes found under %s" % root)
         return 2
-    found = cycles(edges)
-    for group in found:
-        print("cycle: " + " ".join(group))
-        for name in group:
-            print("  %s -> %s" % (name, " ".join(
-                sorted(w for w in edges[name] if w in group))))
+    found = 0
+    for kind, deps in (("", edges), ("call ", calls(root))):
+        for group in cycles(deps):
+            found += 1
+            print("%scycle: %s" % (kind, " ".join(group)))
+            for name in group:
+                print("  %s -> %s" % (name, " ".join(
+                    sorted(w for w in deps[name] if w in group))))
     return 1 if found else 0
 
 

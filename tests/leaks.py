@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Descriptor leaks (issue 6): drive every request and extension, including
+"""Descriptor leaks: drive every request and extension, including
 failing ones, and compare the server's open descriptors (/proc/PID/fd)
 before and after: they must be the same, with no tolerance.  Then leave handles open and close stdin, so the forced
 close at exit runs too (a memory checker wrapped around the server, e.g.

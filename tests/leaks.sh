@@ -1,7 +1,7 @@
 #!/bin/bash
 # Functions here are mostly called through `check`:
 # shellcheck disable=SC2317
-# Memory and descriptor leaks (issue 6), once per back end pass (lib.sh):
+# Memory and descriptor leaks, once per back end pass (lib.sh):
 #
 #  - an `sftp -D` batch session (put, get, ls, mkdir, rename, symlink,
 #    chmod, df, rm, rmdir, recursive put and get) with the server under

@@ -469,6 +469,18 @@ print(out)
 EOF
 }
 
+# served LOG TIMEOUT LIMITS ARGV...: stat_session; true when the server
+# exited 0, else false after saying how the session ended, LOG's lines
+# below.
+served() {
+	local out
+	out=$(stat_session "$@")
+	[ "$out" = 0 ] && return 0
+	echo "  session: $out"
+	sed 's/^/    /' "$1"
+	return 1
+}
+
 # host_check DIR LOG WRAPPER... -- EXPECT...: --check and --check=json
 # of the server run through WRAPPER (a command and its options: a
 # simulated kernel or seccomp profile), in DIR/start, as us and (when we

@@ -2,7 +2,9 @@
 # The licence (ISC, as OpenSSH's sftp-server.c): LICENSE holds its text,
 # every C source and header (the server's, the tests' and the benchmarks')
 # starts with the short notice, and debian/copyright names it in DEP-5
-# form.  A new file without the notice fails here.
+# form.  A new file without the notice fails here.  And no source, build
+# file or doc/design.md names a tracker number ("issue" and a number): a
+# reader of the code has no tracker, so comments name the feature.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -35,6 +37,29 @@ if [ ${#missing[@]} -eq 0 ]; then
 else
 	fail "without the ISC notice on their first two lines: ${missing[*]}"
 fi
+
+# tracker_numbers FILE...: the lines that name an issue by its number.
+tracker_numbers() {
+	grep -n -i -E 'issues? #?[0-9]' "$@"
+}
+probe=$(mktemp)
+trap 'rm -f "$probe"' EXIT
+printf '/* Extreme offsets (Issue %d item 2). */\n' 10 >"$probe"
+check "a tracker number put in a comment is found" tracker_numbers "$probe"
+mapfile -t files < <(cd "$SRC" && find tests bench .ci debian -maxdepth 1 \
+	-type f \( -name '*.[ch]' -o -name '*.sh' -o -name '*.py' -o \
+	-name '*.md' -o -path '.ci/*' -o -path 'debian/*' \))
+rc=0
+found=$(cd "$SRC" && tracker_numbers -- *.c include/*.h Makefile.am \
+	configure.ac uring-sftp-server.8 doc/design.md "${files[@]}") || rc=$?
+case $rc in
+0)
+	fail "name the feature, not the tracker's number:"
+	echo "$found"
+	;;
+1) pass "no source, build file or doc/design.md names a tracker number" ;;
+*) fail "grep for tracker numbers failed ($rc): $found" ;;
+esac
 
 C=$SRC/debian/copyright
 check "debian/copyright is DEP-5" grep -qx \

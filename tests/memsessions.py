@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Memory per session at 16 sessions of one user, against OpenSSH's server
-(issue 20: "at 16 sessions each session costs at most 4 MiB more than
-OpenSSH's, RSS plus anything the kernel holds for it").
+(the goal: at 16 sessions each session costs at most 4 MiB more than
+OpenSSH's, RSS plus anything the kernel holds for it).
 
   memsessions.py --server PATH [--server-args ARGS] --openssh PATH
                  --user NAME --workdir DIR [--sessions 16] [--size 64M]
@@ -26,19 +26,15 @@ stalled: for each file, OpenSSH's server and the server under test in
                 which all sessions share) are shown
     cgroup      the memory charged to a memory cgroup holding only the
                 run's servers (MemCgroup: anonymous memory and the
-                kernel's for them, pipe pages included), per session;
-                left out, with a NOTE, where no memory cgroup can be made
-    MemAvailable  the drop from a baseline taken before the servers
-                started, over the whole machine, divided by the sessions
-                (medians of several samples each; noise: their spread)
+                kernel's for them, pipe pages included, page cache left
+                out), per session; left out, with a NOTE, where no memory
+                cgroup can be made
   Then the clients read on to the end; every reply is checked against the
   file.  Asserted for each file: the server's mean per-session cost minus
   OpenSSH's is at most --allowance MiB, by each measure (medians over the
-  rounds; for MemAvailable the median of the rounds' differences, with up
-  to --rounds more rounds while it is over by less than the noise, and the
-  allowance widened by that noise, to twice the allowance at most: the
-  largest spread of one run's samples, or of one server's drops between
-  rounds).
+  rounds).  Only figures of the servers themselves are asserted, never one
+  of the whole machine (MemAvailable, free memory): other programs move
+  those, and the test must hold on a machine busy with other work.
 
 flood: 4 sessions of each server each send 1000 READs of 255 KiB and
   read nothing: only what the queue admits may cost memory.  Asserted: the
@@ -67,6 +63,7 @@ import termios
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import procinfo  # noqa: E402
 import sftpclient as sc  # noqa: E402
 import tally  # noqa: E402
 from tally import say as result  # noqa: E402
@@ -84,76 +81,27 @@ def mib(v):
     return "n/a" if v is None else "%.2f" % (v / MiB)
 
 
-def parse_size(s):
-    units = {"K": KiB, "M": MiB, "G": 1 << 30}
-    if s and s[-1].upper() in units:
-        return int(s[:-1]) * units[s[-1].upper()]
-    return int(s)
-
-
 # ------------------------------------------------------------ measuring
-
-def mem_available():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * KiB
-    raise RuntimeError("no MemAvailable in /proc/meminfo")
-
-
-def mem_available_median(n=7, gap=0.1):
-    """(median, max - min) of n samples gap seconds apart."""
-    v = []
-    for i in range(n):
-        if i:
-            time.sleep(gap)
-        v.append(mem_available())
-    return statistics.median(v), max(v) - min(v)
-
 
 def status_of(pid):
     """VmRSS, VmHWM, VmLck, VmPin, RssAnon of pid in bytes (0 when
     absent)."""
-    out = {"VmRSS": 0, "VmHWM": 0, "VmLck": 0, "VmPin": 0, "RssAnon": 0}
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in out:
-                    out[k] = int(v.split()[0]) * KiB
-    except OSError:
-        pass
-    return out
+    keys = ("VmRSS", "VmHWM", "VmLck", "VmPin", "RssAnon")
+    st = procinfo.status(pid, keys)
+    return {k: st.get(k, 0) * KiB for k in keys}
 
 
 def pipes_of(pid):
     """(bytes waiting, capacity) summed over the distinct pipes pid holds,
-    stdin and stdout included: each opened again through /proc/PID/fd."""
-    seen, waiting, capacity = set(), 0, 0
-    try:
-        names = os.listdir("/proc/%d/fd" % pid)
-    except OSError:
-        return 0, 0
-    for name in names:
-        path = "/proc/%d/fd/%s" % (pid, name)
-        try:
-            target = os.readlink(path)
-        except OSError:
+    stdin and stdout included."""
+    waiting, capacity = 0, 0
+    for fd in procinfo.pipes_held(pid):
+        if fd is None:
             continue
-        if not target.startswith("pipe:") or target in seen:
-            continue
-        seen.add(target)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            continue
-        try:
-            buf = array.array("i", [0])
-            fcntl.ioctl(fd, termios.FIONREAD, buf)
-            waiting += buf[0]
-            capacity += fcntl.fcntl(fd, F_GETPIPE_SZ)
-        finally:
-            os.close(fd)
+        buf = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, buf)
+        waiting += buf[0]
+        capacity += fcntl.fcntl(fd, F_GETPIPE_SZ)
     return waiting, capacity
 
 
@@ -205,10 +153,13 @@ class MemCgroup:
     """A memory cgroup for one run's servers: usage() is all the memory
     charged to them, their anonymous memory and what the kernel allocated
     for them (page tables, the pages of the pipes they write, io_uring
-    rings, sockets, slab), and none of the file's page cache, charged to
-    whoever read it first.  Unlike MemAvailable, other processes on the
-    machine do not move it.  cgroup v2 (a group below the root, memory
-    enabled there) or v1's memory hierarchy (a group below our own)."""
+    rings, sockets, slab).  Page cache is left out (v2's "file", v1's
+    "cache" in memory.stat): the file is read into it before the runs, but
+    on a machine short of memory some of it may be dropped and read again
+    by whichever server asks first, and charged to that server's group.
+    Other processes on the machine move none of this.  cgroup v2 (a group
+    below the root, memory enabled there) or v1's memory hierarchy (a
+    group below our own)."""
 
     PARENT = None      # (kind, directory), found once; kind None: none
 
@@ -260,7 +211,14 @@ class MemCgroup:
 
     def usage(self):
         with open(self.usage_file) as f:
-            return int(f.read())
+            charged = int(f.read())
+        cache = "file" if self.kind == "v2" else "cache"
+        with open(os.path.join(self.path, "memory.stat")) as f:
+            for line in f:
+                k, _, v = line.partition(" ")
+                if k == cache:
+                    return charged - int(v)
+        return charged
 
     def remove(self):
         for _ in range(50):
@@ -312,8 +270,8 @@ class Download:
 
     def read_some(self):
         """At most 64 KiB, whatever the server's stdout holds: what this
-        client buffers when it stalls is then the same for every server
-        (MemAvailable counts it too)."""
+        client buffers when it stalls is then the same for every
+        server."""
         try:
             data = os.read(self.c.rfd, 65536)
         except BlockingIOError:
@@ -427,7 +385,6 @@ def stalled_run(args, which, fname, path, content, tag):
     cg = new_cgroup(args, tag)
     sessions = []
     try:
-        base, base_spread = mem_available_median()
         for i in range(n):
             sessions.append(Download(
                 server_argv(args, which), path, content,
@@ -442,7 +399,6 @@ def stalled_run(args, which, fname, path, content, tag):
             print("NOTE: %s %s: memory still moving after 8 s; measured "
                   "anyway" % (which, fname))
         per = sample(pids, cg=cg)
-        avail, avail_spread = mem_available_median()
         cg_usage = per.pop("cgroup", None)
         pump(sessions, lambda s: s.bytes >= s.size and not s.out,
              refill=True)
@@ -454,8 +410,6 @@ def stalled_run(args, which, fname, path, content, tag):
     out = {k: sum(r[k] for r in rows) / n for k in rows[0]}
     out["max_cost"] = max(r["cost"] for r in rows)
     out["max_peak"] = max(r["peakcost"] for r in rows)
-    out["avail"] = (base - avail) / n
-    out["avail_noise"] = (base_spread + avail_spread) / n
     out["cgroup"] = None if cg_usage is None else cg_usage / n
     return out
 
@@ -509,36 +463,19 @@ def show_stalled(args, fname, res):
               args.sessions, args.user, fname, DEPTH, BIG // KiB,
               len(res["server"])))
     print("| server | VmRSS | RssAnon | pipes held | RSS+pipes | largest "
-          "RSS+pipes | VmHWM | VmLck | VmPin | pipe capacity | cgroup | "
-          "MemAvailable drop (noise) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "RSS+pipes | VmHWM | VmLck | VmPin | pipe capacity | cgroup |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for which in ("openssh", "server"):
         runs = res[which]
         cg = med(runs, "cgroup")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-              "(%s) |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                   which, mib(med(runs, "VmRSS")), mib(med(runs, "RssAnon")),
                   mib(med(runs, "pipes")),
                   mib(med(runs, "cost")), mib(med(runs, "max_cost")),
                   mib(med(runs, "VmHWM")), mib(med(runs, "VmLck")),
                   mib(med(runs, "VmPin")), mib(med(runs, "pipecap")),
-                  "n/a" if cg is None else mib(cg),
-                  mib(med(runs, "avail")), mib(med(runs, "avail_noise"))))
-    if len(res["server"]) > 1:
-        print("MemAvailable drop per round (OpenSSH, server): %s" % ", ".join(
-            "(%s, %s)" % (mib(o["avail"]), mib(u["avail"]))
-            for o, u in zip(res["openssh"], res["server"])))
+                  "n/a" if cg is None else mib(cg)))
     sys.stdout.flush()
-
-
-def avail_noise(ours, theirs, allowance):
-    """Other processes move MemAvailable too: the noise seen in the runs
-    (the largest spread of one run's samples, or of one server's drops
-    between rounds), at most the allowance."""
-    return min(allowance, max(
-        [r["avail_noise"] for r in ours + theirs] +
-        [max(r["avail"] for r in runs) - min(r["avail"] for r in runs)
-         for runs in (ours, theirs)]))
 
 
 def sanitized(server):
@@ -555,7 +492,7 @@ def sanitized(server):
 SANITIZED = False
 
 
-def compare(what, ours, theirs, allowance, unit_note=""):
+def compare(what, ours, theirs, allowance):
     """ours - theirs per session at most allowance (bytes).  In a
     sanitizer build only shown: what is asserted there is that every byte
     arrives and that a flood costs no more than READs in flight."""
@@ -565,8 +502,8 @@ def compare(what, ours, theirs, allowance, unit_note=""):
         return
     result(ours - theirs <= allowance,
            "%s: %s MiB per session, OpenSSH's %s: %+.2f MiB, at most "
-           "%+.2f%s" % (what, mib(ours), mib(theirs), (ours - theirs) / MiB,
-                        allowance / MiB, unit_note))
+           "%+.2f" % (what, mib(ours), mib(theirs), (ours - theirs) / MiB,
+                        allowance / MiB))
 
 
 def warm(path):
@@ -585,10 +522,8 @@ def main():
     ap.add_argument("--sessions", type=int, default=16)
     ap.add_argument("--size", default="64M")
     ap.add_argument("--rounds", type=int, default=2,
-                    help="runs of each server per file (MemAvailable: "
-                    "the median of the rounds' differences; up to twice "
-                    "as many while it is over the allowance by less than "
-                    "the noise seen)")
+                    help="runs of each server per file, the order "
+                    "alternating (medians over the rounds)")
     ap.add_argument("--allowance", type=float, default=4.0,
                     help="MiB per session the server may cost more")
     ap.add_argument("--no-cgroups", dest="cgroups", action="store_false")
@@ -603,13 +538,13 @@ def main():
     args.as_user = ["setpriv", "--reuid=%d" % pw.pw_uid,
                     "--regid=%d" % pw.pw_gid, "--init-groups",
                     "--inh-caps=-all", "--"]
-    size = parse_size(args.size)
+    size = procinfo.parse_size(args.size)
     allowance = args.allowance * MiB
     if args.cgroups:
         kind, parent = MemCgroup.find_parent()
         if kind is None:
             print("NOTE: no memory cgroup can be made here: the cgroup "
-                  "measure is left out (RSS+pipes and MemAvailable remain)")
+                  "measure is left out (RSS+pipes remains)")
             args.cgroups = False
         else:
             print("memory cgroups: %s, below %s" % (kind, parent))
@@ -635,29 +570,14 @@ def main():
     stalled = {}
     for fname, path in files.items():
         res = {"openssh": [], "server": []}
-
-        def avail_diffs():
-            return [a["avail"] - b["avail"]
-                    for a, b in zip(res["server"], res["openssh"])]
-
-        def inconclusive():
-            """The MemAvailable difference is over the allowance by less
-            than the noise seen: the machine's other processes may have
-            made it so."""
-            d = statistics.median(avail_diffs())
-            return allowance < d <= allowance + avail_noise(
-                res["server"], res["openssh"], allowance)
         try:
-            rnd = 0
-            while rnd < args.rounds or (rnd < 2 * args.rounds and
-                                        inconclusive()):
+            for rnd in range(args.rounds):
                 order = ("openssh", "server") if rnd % 2 == 0 else \
                     ("server", "openssh")
                 for which in order:
                     res[which].append(stalled_run(
                         args, which, fname, path, content,
                         "%s-%s-%d" % (which, fname, rnd)))
-                rnd += 1
         except (sc.SFTPError, OSError) as e:
             result(False, "%d stalled sessions of %s, file owned by %s: %s"
                    % (args.sessions, which, fname, e))
@@ -674,12 +594,6 @@ def main():
         if args.cgroups:
             compare("file owned by %s, cgroup (kernel memory included)"
                     % fname, med(u, "cgroup"), med(o, "cgroup"), allowance)
-        diffs = avail_diffs()
-        noise = avail_noise(u, o, allowance)
-        compare("file owned by %s, MemAvailable drop" % fname,
-                med(o, "avail") + statistics.median(diffs), med(o, "avail"),
-                allowance + noise, " (the allowance and %s MiB of noise; "
-                "median of %d rounds)" % (mib(noise), len(diffs)))
     for fname, path in files.items():
         res = {}
         for which in ("openssh", "server"):
@@ -717,8 +631,7 @@ def main():
                    "largest): only the queue's READs cost memory"
                    % (FLOOD, fname, mib(u["peakcost"]), DEPTH, mib(s64)))
     print("\ntook %.1f s" % (time.monotonic() - t0))
-    print("%d passed, %d failed" % (tally.passed, tally.failed))
-    return 1 if tally.failed else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

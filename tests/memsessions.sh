@@ -1,6 +1,6 @@
 #!/bin/bash
-# Memory per session at 16 sessions of one user against OpenSSH's server
-# (issue 20): tests/memsessions.py, run as root, with every server run as
+# Memory per session at 16 sessions of one user against OpenSSH's server:
+# tests/memsessions.py, run as root, with every server run as
 # MEMSESSIONS_USER (default nobody) through setpriv.  Needs root: skipped
 # otherwise.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Model-based test of pipelined I/O and write merging (issue 4).
+"""Model-based test of pipelined I/O and write merging.
 
 For each seed: start the server, open one file through two handles, then
 send batches of random requests without waiting for replies (contiguous
@@ -21,7 +21,7 @@ the model byte for byte, and the server must exit 0 at stdin EOF.  Some
 seeds open the second handle with APPEND (writes go to the end of the file
 whatever their offset).
 
-Extreme offsets (issue 10): an append handle's WRITEs sometimes carry an
+Extreme offsets: an append handle's WRITEs sometimes carry an
 offset that does not fit off_t (2^64-1, 2^63, ...), alone or as the run
 [2^64-1, 0, 0], and its contiguous runs then go on from there (wrapping
 past 2^64): all OK, appended in request order.  A plain handle's WRITE or

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Model-based test of pipelined READ/WRITE/FSTAT/FSETSTAT on one file through
 # two handles, checked reply by reply against an in-memory model and byte
-# for byte at the end (tests/model.py; issue 4).  Runs every seed in each
+# for byte at the end (tests/model.py).  Runs every seed in each
 # pass of lib.sh (io_uring and plain), each twice: with write merging on
 # (default) and off (--write-merge=0).
 # A back end that does not start is a skipped part (exit 77), not a pass.

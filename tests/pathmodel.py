@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Path-level model test: pipelined metadata requests against the same
-requests run one at a time (issue 21).
+requests run one at a time.
 
 For each seed, two copies of one small random tree are made, and two
 instances of the same server are started, one in each.  The test then

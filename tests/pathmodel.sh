@@ -1,5 +1,5 @@
 #!/bin/bash
-# Path-level model test (issue 21): seeded random windows of MKDIR, RMDIR,
+# Path-level model test: seeded random windows of MKDIR, RMDIR,
 # OPEN, WRITE, READ, CLOSE, RENAME, posix-rename, hardlink, REMOVE, STAT,
 # LSTAT, FSTAT, SETSTAT, FSETSTAT, OPENDIR/READDIR, SYMLINK, READLINK,
 # REALPATH, statvfs and fstatvfs over a small tree (listings and statvfs

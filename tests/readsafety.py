@@ -1,6 +1,5 @@
 #!/usr/bin/python3
-"""Downloads keep OpenSSH's semantics while other programs change the file
-(issue 20).
+"""Downloads keep OpenSSH's semantics while other programs change the file.
 
 For each target directory (a file system: ext4, tmpfs, xfs, btrfs, a FUSE
 passthrough; an overlay, once with the file still in its lower layer and

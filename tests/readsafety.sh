@@ -1,5 +1,5 @@
 #!/bin/bash
-# Read safety (issue 20): tests/readsafety.py against $SERVER, with
+# Read safety: tests/readsafety.py against $SERVER, with
 # OpenSSH's sftp-server measured beside it, on ext4, xfs and btrfs (loop
 # devices), tmpfs, an overlay (lower layer on the ext4, upper on the
 # tmpfs; a file still in the lower layer and one copied up) and the FUSE

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Functions here are mostly called through `check`:
 # shellcheck disable=SC2317
-# io_uring denied as in Docker 25 and later (issue 6): run the server under
+# io_uring denied as in Docker 25 and later: run the server under
 # tests/no-uring, a seccomp filter that makes io_uring_setup, _enter and
 # _register fail with EPERM.
 #
@@ -39,9 +39,10 @@ FALLBACK_EPERM="io_uring unavailable (Operation not permitted); using plain syst
 FALLBACK_ENOSYS="io_uring unavailable (Function not implemented); using plain system calls"
 
 # session LOG ARGS...: a short session (INIT, limits, a STAT) under the
-# wrapper; the server's stderr goes to LOG.  Prints the exit status.
+# wrapper; the server's stderr goes to LOG.  True when it exited 0; else
+# says how it ended.
 session() {
-	stat_session "$1" 10 1 "${@:2}"
+	served "$1" 10 1 "${@:2}"
 }
 
 # --- the forced io_uring back end refuses to run -----------------------
@@ -63,14 +64,9 @@ check "--backend=uring under the filter exits non-zero with a clear message" \
 
 # --- automatic fallback ---------------------------------------------------
 fallback() {
-	local log=$1 line=$2 out
+	local log=$1 line=$2
 	shift 2
-	out=$(session "$log" "$@")
-	if [ "$out" != 0 ]; then
-		echo "  session: $out"
-		sed 's/^/    /' "$log"
-		return 1
-	fi
+	session "$log" "$@" || return 1
 	has_line "$log" "$line"
 }
 check "--backend=auto falls back and logs it at VERBOSE" \

@@ -13,6 +13,8 @@ import shlex
 import sys
 import time
 
+import tally
+
 
 def add_args(ap):
     """The options every seeded test takes."""
@@ -78,5 +80,4 @@ def run_seeds(args, script, seeds, new_run, errors, replay, count):
 
 def counts(passed, failed):
     """The last line, and the exit status that goes with it."""
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.summary(passed, failed)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Many sessions of one unprivileged user at once (issue 11):
+# Many sessions of one unprivileged user at once:
 # tests/sessions.py run as that user, as sshd would run the server.  Run as
 # root, the user is SESSIONS_USER (default nobody, through setpriv); run as
 # anyone else, that user.

@@ -743,7 +743,7 @@ class Client:
                 return names, rep
             names.append(rep)
 
-    # Beyond OpenSSH (issue 12): draft-ietf-secsh-filexfer-extensions-00
+    # Beyond OpenSSH: draft-ietf-secsh-filexfer-extensions-00
     # and paramiko's check-file.
     def check_file_name(self, path, algs, start=0, length=0, block=0, **kw):
         return self.extended("check-file-name", string(path) + string(algs)

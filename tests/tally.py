@@ -3,7 +3,8 @@
 """The PASS and FAIL lines of the Python suites that print one line a
 check (tests/extensions.py, tests/uploads.py, tests/sessions.py,
 tests/memsessions.py), and their counts for the "N passed, N failed"
-line lib.sh's read_counts reads.
+line lib.sh's read_counts reads (summary, which the other suites with
+counts of their own use too).
 """
 
 import sys
@@ -13,6 +14,18 @@ failed = 0
 # Set by a suite whose lines name the configuration they ran in: each
 # check's line then says "[label] " before its name.
 label = None
+
+
+def summary(npassed=None, nfailed=None, skipped=False):
+    """Prints the "N passed, N failed" line (this module's counts unless
+    given) and returns the exit status that goes with it: 1 after a
+    failure, else 77 when a part was skipped, else 0."""
+    npassed = passed if npassed is None else npassed
+    nfailed = failed if nfailed is None else nfailed
+    print("%d passed, %d failed" % (npassed, nfailed))
+    if nfailed:
+        return 1
+    return 77 if skipped else 0
 
 
 def say(ok, what, detail=""):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""--atomic-uploads, -m/-M and --fsync-on-close (issue 23), against the
+"""--atomic-uploads, -m/-M and --fsync-on-close, against the
 server alone (the raw client and OpenSSH's sftp -D), on each file system
 given with --fs, and through sshd with real clients ("clients" mode) while
 a second process (tests/upload-watch.py) watches the target directory.
@@ -31,6 +31,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import procinfo  # noqa: E402
 import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXF_APPEND, FXF_CREAT, FXF_TRUNC, FXF_EXCL, FX_OK,
@@ -954,16 +955,7 @@ def set_server_args(args, prefix=()):
 
 
 def descendants(pid):
-    kids = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        kids.setdefault(ppid, []).append(int(p))
+    kids = procinfo.children()
     out, todo = [], [pid]
     while todo:
         for k in kids.get(todo.pop(), []):
@@ -1183,10 +1175,7 @@ def main():
         clients_mode()
     else:
         raw_checks()
-    print("%d passed, %d failed" % (tally.passed, tally.failed))
-    if tally.failed:
-        return 1
-    return 77 if N_SKIPPED else 0
+    return tally.summary(skipped=bool(N_SKIPPED))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/bin/bash
-# --atomic-uploads, -m/-M and --fsync-on-close (issue 23): tests/uploads.py
+# --atomic-uploads, -m/-M and --fsync-on-close: tests/uploads.py
 # once per back-end pass (see lib.sh) on an ext4, an XFS and a btrfs image
 # and a tmpfs (loop mounts: root), and on a FUSE passthrough where
 # tests/fusepass is built (it has no O_TMPFILE: the named temporary files
