@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "io.h"
 #include "coalesce.h"
+#include "footprint.h"
 #include "frame.h"
 #include "input.h"
 #include "log.h"
@@ -33,6 +34,8 @@
 #define HELD_INPUT_RECHECK_NS 10000000
 /* Nothing to do for this long: give READ memory's pages back. */
 #define READ_MEMORY_IDLE_NS 1000000000
+/* READ memory's window at its smallest: what an idle session may keep. */
+#define READ_WINDOW_LEAST (64 * 1024)
 
 static ssize_t stdin_read(void *buf, size_t len)
 {
@@ -65,6 +68,9 @@ static int out_blocked;        /* stdout was full: wait for room */
 static int paced, idle;
 static int64_t recheck_ns;
 static uint64_t progress, progress_seen;
+/* What the session's downloads may cycle through, and stdout's size. */
+static struct footprint footprint;
+static size_t stdout_size;
 
 void session_init(const struct input_ops *ops)
 {
@@ -75,6 +81,24 @@ void session_init(const struct input_ops *ops)
 	out_blocked = paced = idle = 0;
 	recheck_ns = 0;
 	progress = progress_seen = 0;
+	session_size_stdout(0, 0);
+}
+
+void session_size_stdout(size_t least, size_t most)
+{
+	footprint_init(&footprint, READ_WINDOW_LEAST, READMEM_BYTES, least,
+	               most);
+	stdout_size = least;
+	readmem_set_window(footprint.readmem.now);
+}
+
+/* Apply footprint.h's sizes: READ memory's window, stdout's size. */
+static void apply_footprint(void)
+{
+	readmem_set_window(footprint.readmem.now);
+	if (footprint.pipe.max != 0 && footprint.pipe.now != stdout_size &&
+	    !output_gone())
+		stdout_size = output_resize(footprint.pipe.now);
 }
 
 static void stop_input(int status, const char *fatal)
@@ -315,6 +339,11 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 	int held, moved = moved_since_plan();
 	int64_t wait_ns = -1, pace;
 
+	/* READs waiting for READ memory while stdout has room: the reader
+	 * waits for us. */
+	if (footprint_update(&footprint, output_total(),
+	                     readmem_waiting() && !out_blocked, now_ns))
+		apply_footprint();
 	w->input = want_input(&held);
 	w->watch_output = !output_gone();
 	w->output = 0;
@@ -348,8 +377,11 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 
 void session_wake(const struct session_events *ev, int64_t now_ns)
 {
-	if (ev->timed_out && idle)
+	if (ev->timed_out && idle) {
 		readmem_release_idle();
+		footprint_idle(&footprint);
+		apply_footprint();
+	}
 	if (paced && output_pace_woke(now_ns))
 		out_blocked = 0;
 	if (ev->output_error && !output_gone()) {
