@@ -10,8 +10,8 @@ static void size_init(struct footprint_size *s, size_t min, size_t max)
 {
 	s->min = min < max ? min : max;
 	s->max = max;
-	s->now = s->min;
-	s->shrunk_ns = 0;
+	s->now = s->keep = s->min;
+	s->shrunk_ns = s->keep_ns = 0;
 }
 
 void footprint_init(struct footprint *f, size_t readmem_min, size_t readmem_max,
@@ -60,6 +60,10 @@ static void resize(struct footprint_size *s, double bytes, int64_t now_ns)
 		s->now = size_below(s, s->now / 2);
 		s->shrunk_ns = now_ns;
 	}
+	if (s->now >= s->keep || now_ns - s->keep_ns >= FOOTPRINT_KEEP_NS) {
+		s->keep = s->now;
+		s->keep_ns = now_ns;
+	}
 }
 
 int footprint_update(struct footprint *f, uint64_t written, int starved,
@@ -71,10 +75,13 @@ int footprint_update(struct footprint *f, uint64_t written, int starved,
 
 	/* READs wait for memory while the reader waits for us: more of
 	 * them in flight, at once. */
-	if (starved && f->readmem.max != 0)
+	if (starved && f->readmem.max != 0) {
 		f->readmem.now = f->readmem.now * 2 < f->readmem.max
 		                     ? f->readmem.now * 2
 		                     : f->readmem.max;
+		if (f->readmem.now > f->readmem.keep)
+			f->readmem.keep = f->readmem.now;
+	}
 	if (f->last_ns == 0 || gap <= 0 || written < f->last_bytes) {
 		f->last_ns = now_ns;
 		f->last_bytes = written;
@@ -103,7 +110,7 @@ int footprint_update(struct footprint *f, uint64_t written, int starved,
 
 void footprint_idle(struct footprint *f)
 {
-	f->readmem.now = f->readmem.min;
-	f->pipe.now = f->pipe.min;
+	f->readmem.now = f->readmem.keep = f->readmem.min;
+	f->pipe.now = f->pipe.keep = f->pipe.min;
 	f->rate = 0;
 }

@@ -183,17 +183,19 @@ static void release_from(size_t from)
 	touched = from;
 }
 
-void readmem_set_window(size_t bytes)
+void readmem_set_window(size_t bytes, size_t keep)
 {
 	size_t reach;
 
 	if (base == NULL)
 		return;
 	readmem_ring_limit(&ring, bytes);
-	/* Pages past the window that no piece holds go back now; those a
+	/* Pages past what is kept that no piece holds go back now; those a
 	 * piece still holds, at a later call. */
 	reach = readmem_ring_reach(&ring);
-	release_from(reach > ring.limit ? reach : ring.limit);
+	if (keep < ring.limit)
+		keep = ring.limit;
+	release_from(reach > keep ? reach : keep);
 }
 
 int readmem_reclaimable(void)

@@ -89,16 +89,25 @@ void session_size_stdout(size_t least, size_t most)
 	footprint_init(&footprint, READ_WINDOW_LEAST, READMEM_BYTES, least,
 	               most);
 	stdout_size = least;
-	readmem_set_window(footprint.readmem.now);
+	readmem_set_window(footprint.readmem.now, footprint.readmem.keep);
 }
 
 /* Apply footprint.h's sizes: READ memory's window, stdout's size. */
 static void apply_footprint(void)
 {
-	readmem_set_window(footprint.readmem.now);
+	static size_t window;
+	size_t was = stdout_size;
+
+	readmem_set_window(footprint.readmem.now, footprint.readmem.keep);
 	if (footprint.pipe.max != 0 && footprint.pipe.now != stdout_size &&
 	    !output_gone())
 		stdout_size = output_resize(footprint.pipe.now);
+	if (stdout_size != was || footprint.readmem.now != window)
+		debug2("footprint: READ window %zu KiB, stdout %zu KiB, reader "
+		       "%.0f MB/s",
+		       footprint.readmem.now / 1024, stdout_size / 1024,
+		       footprint.rate * 1000);
+	window = footprint.readmem.now;
 }
 
 static void stop_input(int status, const char *fatal)

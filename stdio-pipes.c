@@ -23,6 +23,12 @@
  * stdin took 255 KiB WRITEs to /dev/null at 2.8-3.0 GB/s where 256 KiB
  * gave 1.9-2.4 (and more CPU per GiB), on a quiet machine. */
 #define STDOUT_PIPE_BYTES (1024 * 1024)
+/* stdout's size at start, and its smallest: a client may send many
+ * requests before it reads a reply (OpenSSH's server keeps the replies
+ * in its own buffer), and a READ's reply of 64 KiB with a thousand
+ * STATUS replies behind it must still fit, or the session stops taking
+ * input (tests/hostile.py, eager-writer). */
+#define STDOUT_PIPE_LEAST (256 * 1024)
 #define STDIN_PIPE_BYTES (1024 * 1024)
 /* A fresh pipe's slots (PIPE_DEF_BUFFERS). */
 #define DEFAULT_SLOTS 16
@@ -192,9 +198,15 @@ void stdio_pipe_grow(int fd)
 		want = limits.max_pages;
 	grown = pipe_stdio_size(session_budget, stdio_pages, old, want, keep);
 	if (fd == STDOUT_FILENO) {
-		/* Grown later, as far as its reader's rate asks. */
-		stdout_pages = stdout_least = old;
+		/* To its least now, later as far as its reader's rate asks. */
+		stdout_pages = old;
 		stdout_most = grown > old ? grown : old;
+		stdout_least = STDOUT_PIPE_LEAST / page_size;
+		if (stdout_least > stdout_most)
+			stdout_least = stdout_most;
+		if (stdout_least > old && set_size(fd, old, stdout_least))
+			stdout_pages = stdout_least;
+		stdout_least = stdout_pages;
 		return;
 	}
 	if (grown != 0)

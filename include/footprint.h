@@ -28,6 +28,10 @@
 /* The rate is measured over at least this long, and a size halves at
  * most once per window. */
 #define FOOTPRINT_WINDOW_NS 20000000
+/* Memory given back (READ memory's pages past the window) only once the
+ * size has stayed below it this long: a size that wavers does not
+ * fault the same pages in again and again. */
+#define FOOTPRINT_KEEP_NS 1000000000
 /* A sleep this long makes the rate before it stale. */
 #define FOOTPRINT_STALE_NS (4 * FOOTPRINT_WINDOW_NS)
 
@@ -35,6 +39,9 @@ struct footprint_size {
 	size_t min, max;   /* bounds (powers of two); max 0: not sized */
 	size_t now;        /* the size decided */
 	int64_t shrunk_ns; /* when it last halved */
+	size_t keep;       /* about the largest size of the last
+	                    * FOOTPRINT_KEEP_NS: what may stay in memory */
+	int64_t keep_ns;   /* when keep was last set */
 };
 
 struct footprint {
@@ -52,7 +59,8 @@ void footprint_init(struct footprint *f, size_t readmem_min, size_t readmem_max,
  * f->readmem.now and f->pipe.now; 1 when either changed. */
 int footprint_update(struct footprint *f, uint64_t written, int starved,
                      int64_t now_ns);
-/* Nothing to do for a long while: both at their smallest. */
+/* Nothing to do for a long while: both at their smallest, and nothing
+ * more kept. */
 void footprint_idle(struct footprint *f);
 
 #endif

@@ -72,9 +72,9 @@ void readmem_give(int slot);
  * or for a wider window. */
 int readmem_waiting(void);
 /* New pieces go within the first bytes of the region (footprint.h: the
- * window follows the reader's rate); pages past it that no piece holds
- * are given back to the system. */
-void readmem_set_window(size_t bytes);
+ * window follows the reader's rate); pages past keep (at least bytes)
+ * that no piece holds are given back to the system. */
+void readmem_set_window(size_t bytes, size_t keep);
 /* Nothing is held, but pages were used since they were last given back:
  * after a while with nothing to do, readmem_release_idle gives them to the
  * system (they come back, zeroed, on next use). */

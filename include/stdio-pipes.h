@@ -13,11 +13,11 @@
 #include "pipe-quota.h"
 
 /* Grow a stdio pipe of ours (stdin first, then stdout) as far as the
- * session's share allows: stdin at once; stdout is only measured, and
- * grown later by stdio_stdout_resize as its reader's rate asks. */
+ * session's share allows: stdin at once; stdout to 256 KiB, and further
+ * later by stdio_stdout_resize as its reader's rate asks. */
 void stdio_pipe_grow(int fd);
-/* stdout's size as we found it, and as far as it may grow (bytes; 0 when
- * stdout is no pipe). */
+/* stdout's size at start, its smallest, and as far as it may grow
+ * (bytes; 0 when stdout is no pipe). */
 size_t stdio_stdout_least(void);
 size_t stdio_stdout_most(void);
 /* Grow or shrink stdout towards bytes, within those bounds; a pipe that

@@ -176,6 +176,28 @@ START_TEST(test_starved_reads_widen_the_window)
 }
 END_TEST
 
+/* A window that shrinks keeps its pages for a second (a rate that wavers
+ * would fault them in again), then lets them go; idle lets them go at
+ * once. */
+START_TEST(test_pages_kept_a_second)
+{
+	struct run r = started();
+
+	drain(&r, MiB, 100, 0);
+	ck_assert_uint_eq(r.f.readmem.keep, 1536 * KiB);
+	drain(&r, 1, 300, 0);
+	ck_assert_uint_eq(r.f.readmem.now, 64 * KiB);
+	ck_assert_uint_eq(r.f.readmem.keep, 1536 * KiB);
+	drain(&r, 1, 800, 0);
+	ck_assert_uint_eq(r.f.readmem.keep, 64 * KiB);
+	/* Up again: kept at once; idle: nothing more kept. */
+	drain(&r, MiB, 100, 0);
+	ck_assert_uint_eq(r.f.readmem.keep, 1536 * KiB);
+	footprint_idle(&r.f);
+	ck_assert_uint_eq(r.f.readmem.keep, 64 * KiB);
+}
+END_TEST
+
 /* A stdout that is no pipe (max 0) is never sized. */
 START_TEST(test_unsized_pipe)
 {
@@ -200,6 +222,7 @@ int main(void)
 	tcase_add_test(tc, test_wavering_rate_keeps_the_size);
 	tcase_add_test(tc, test_stall_then_idle);
 	tcase_add_test(tc, test_starved_reads_widen_the_window);
+	tcase_add_test(tc, test_pages_kept_a_second);
 	tcase_add_test(tc, test_unsized_pipe);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
