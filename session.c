@@ -188,20 +188,27 @@ static void read_input(void)
 	}
 }
 
+static size_t iov_bytes(const struct iovec *iov, int cnt)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
 /* Nobody reads stdout: the replies are dropped as they become ready. */
 static void drop_output(void)
 {
 	struct iovec iov[MAX_IOV];
-	size_t len;
-	int cnt, i;
+	int cnt;
 
 	for (;;) {
 		queue_output_consumed(0);
 		if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
 			return;
-		for (len = 0, i = 0; i < cnt; i++)
-			len += iov[i].iov_len;
-		queue_output_consumed(len);
+		queue_output_consumed(iov_bytes(iov, cnt));
 	}
 }
 
@@ -229,6 +236,11 @@ static int write_output(void)
 		switch (rc) {
 		case OUTPUT_MOVED:
 			progress++;
+			/* Part of it: stdout is full now.  Trying again
+			 * would only return EAGAIN, a system call for
+			 * nothing on every wake-up. */
+			if (moved < iov_bytes(iov, cnt))
+				return 1;
 			break;
 		case OUTPUT_FULL:
 			return 1;
@@ -306,7 +318,8 @@ int session_turn(void)
 }
 
 /* Read stdin this turn?  While a full stdout still has a backlog of
- * replies, new requests could not be answered any sooner, and sleeping
+ * replies, or READs wait for READ memory that only stdout's room will
+ * free, new requests could not be answered any sooner, and sleeping
  * until each one arrives (the client sends one per reply it reads) costs
  * a sleep and a wake-up apiece.  So then stdin is read only when bytes
  * already wait in it, and otherwise looked at again soon (*held): a
@@ -320,7 +333,7 @@ static int want_input(int *held)
 	if (input_eof || input_stop || end_now || input_room(&room) == NULL)
 		return 0;
 	if (!out_blocked || output_gone() ||
-	    queue_output_bytes() < OUTPUT_BACKLOG)
+	    (queue_output_bytes() < OUTPUT_BACKLOG && !readmem_waiting()))
 		return 1;
 	*held = 1;
 	return in->waiting() > 0;
