@@ -30,7 +30,7 @@ PACKAGES=(
 	# tests/uploads.sh: a real client (rclone), the order of fsync and the
 	# CLOSE reply (strace)
 	rclone strace
-	# tests/sshd-test.sh's long listing through every client the README
+	# tests/sshd-test.sh's long listing through every client doc/operations.md
 	# names (curl through libssh2, sshfs over FUSE); bench/sshfs-tree.sh
 	sshfs curl
 )

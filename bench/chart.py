@@ -10,8 +10,8 @@ faster and 2x cheaper look the same size; 1 is OpenSSH.
     bench/chart.py [RESULTS_JSON [SVG]]
         default bench/out/results.json (or $BENCH_OUT/results.json), the SVG
         next to it as ratios.svg
-    bench/chart.py --table README.md SVG
-        from the medians in the README's benchmark table, which has no
+    bench/chart.py --table doc/benchmarks.md SVG
+        from the medians in doc/benchmarks.md's table, which has no
         per-round spread; the chart says so.
 
 compare.py's results.json: {"unpinned"|"pinned": {scenario: {server: {"rate":
@@ -66,14 +66,14 @@ def rows_from_results(results):
 
 
 def rows_from_table(path):
-    """The README's table: | scenario | ratio | CPU ratio | pinned ratio |
+    """doc/benchmarks.md's table: | scenario | ratio | CPU ratio | pinned ratio |
     pinned CPU ratio |, medians only."""
     rows = []
     pinned = []
     num = re.compile(r"^\d+(\.\d+)?$")
     with open(path) as f:
         lines = f.read().splitlines()
-    # In a README, only the "## Benchmarks" section.
+    # In doc/benchmarks.md, only the "## Benchmarks..." section.
     heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
     start = [i for i in heads if lines[i].startswith("## Benchmarks")]
     if start:

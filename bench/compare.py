@@ -7,7 +7,7 @@ order, so each server takes each place equally often (OpenSSH and ours
 alone: A B, B A, A B, ...; with a third server C: A B C, B C A, C A B),
 and drift hits all alike. The table gives medians and ours/OpenSSH ratios
 with the lowest and highest per-round ratio; every transfer's data is
-verified. bench/out/readme-table.md has the README's table, each ratio
+verified. bench/out/readme-table.md has doc/benchmarks.md's table, each ratio
 with its per-round spread.
 See bench/README.md. Standard library only.
 
@@ -786,7 +786,7 @@ def spread_cell(o, u):
 
 
 def readme_table(unpinned, pinned):
-    """The README's benchmark table: ratio and CPU ratio, unpinned and
+    """doc/benchmarks.md's benchmark table: ratio and CPU ratio, unpinned and
     pinned, each with its per-round spread."""
     lines = ["| scenario | ratio | CPU ratio | pinned ratio | "
              "pinned CPU ratio |", "|---|---:|---:|---:|---:|"]

@@ -15,7 +15,7 @@
 # have passed ("cached entries expired"): each call still waits DELAY_US,
 # as on network storage that revalidates what it has seen.  On a FUSE
 # mount the kernel looks up names it does not know one at a time per
-# directory (see the README's Benchmarks), so "nothing cached" measures
+# directory (see doc/benchmarks.md), so "nothing cached" measures
 # that, whatever the server.  sshfs starts the server itself, without ssh,
 # through a wrapper (-o ssh_command) that runs it as RUN_AS (default
 # nobody) with setpriv, as compare.py does: no crypto, only the servers

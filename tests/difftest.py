@@ -148,7 +148,7 @@ def mask_modes(lines):
     return out
 
 
-# Options that change behaviour on purpose (README, "Uploads"): the
+# Options that change behaviour on purpose (doc/uploads.md): the
 # options, what to mask before comparing (or None), and for each scenario
 # (an fnmatch pattern) the aspects that differ from OpenSSH ("replies",
 # "tree", "log", "server only": a server-only check that does not hold)

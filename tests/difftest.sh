@@ -26,7 +26,7 @@ for i in "${!PASS_NAMES[@]}"; do
 done
 # The options that change behaviour on purpose, on the first pass's back
 # end: every scenario again, identical to OpenSSH but for the differences
-# difftest.py's VARIANTS documents (README, "Uploads").
+# difftest.py's VARIANTS documents (doc/uploads.md).
 if ! is_openssh_server; then
 	for v in ${DIFFTEST_VARIANTS:-fsync atomic modes}; do
 		[ "$v" = none ] && continue

@@ -111,9 +111,9 @@ MAX_READ = MAX_PACKET - 1024
 FLOOD_COUNT = 2048
 FLOOD_CHUNK = 32 * KIB
 RSS_LIMIT = 64 * MIB
-# The README's bounds: READ data a session holds (readmem.h, READMEM_BYTES:
-# READs beyond it wait, parsed, for earlier replies to go out).
-READ_WINDOW_LEAST = 64 * 1024   # READ memory's smallest window
+# The bounds of doc/operations.md: READ memory's smallest window (a
+# client that never reads keeps READs within it, or one READ at a time).
+READ_WINDOW_LEAST = 64 * 1024
 # What an idle session may keep beyond its RSS before a download: the
 # smallest window and the allocator's rounding.
 IDLE_KEPT = 192 * 1024

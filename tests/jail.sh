@@ -1,7 +1,7 @@
 #!/bin/bash
 # Functions here are mostly called through `check`:
 # shellcheck disable=SC2317
-# The jail recipe of the README and the man page, with a real sshd on
+# The jail recipe of doc/confinement.md and the man page, with a real sshd on
 # 127.0.0.1: a throwaway user (created here with useradd, removed at the
 # end) confined by ChrootDirectory to a jail that holds one file, a static
 # build of the server ($JAIL_SERVER), and no shell, no libraries, no

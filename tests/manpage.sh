@@ -1,17 +1,21 @@
 #!/bin/bash
 # Functions here are mostly called through `check`:
 # shellcheck disable=SC2317
-# uring-sftp-server.8 against the program: every option that `--help`
-# lists (the letters of the usage lines, every --long option) has an
-# ".It Fl ..." entry in the man page, and the page is clean under
-# `mandoc -T lint` at every level.  A new option needs only its man page
-# entry; nothing here lists options.
+# uring-sftp-server.8 and the README against the program: every option
+# that `--help` lists (the letters of the usage lines, every --long
+# option) has an ".It Fl ..." entry in the man page and a row in the
+# README's options table (tests/doclinks.py, seen to notice a row taken
+# out), and the page is clean under `mandoc -T lint` at every level.  A
+# new option needs only its man page entry and its README row; nothing
+# here lists options.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 find_server
-PAGE=${MANPAGE:-${top_srcdir:-$TESTS_DIR/..}/uring-sftp-server.8}
+SRC=${top_srcdir:-$TESTS_DIR/..}
+PAGE=${MANPAGE:-$SRC/uring-sftp-server.8}
+README=$SRC/README.md
 [ -f "$PAGE" ] || skip_all "no man page at $PAGE"
 make_workdir manpage
 
@@ -37,6 +41,26 @@ check "--help lists options (parsed $(wc -l <"$WORK/listed"))" \
 while read -r opt; do
 	check "man page documents -$opt" grep -qxF -- "$opt" "$WORK/documented"
 done <"$WORK/listed"
+
+# The README's options table: a row per option, by its first word.
+readme_options() {
+	"$PYTHON3" "$TESTS_DIR/doclinks.py" options "$1" "$WORK/listed"
+}
+readme_options "$README" >"$WORK/readme-options" || true
+while read -r verdict opt; do
+	case $verdict in
+	ok) pass "README's options table has $opt" ;;
+	*) fail "README's options table has $opt ($verdict)" ;;
+	esac
+done <"$WORK/readme-options"
+# ... and the check notices a row that is not there.
+grep -v '^| `--confine' "$README" >"$WORK/README-without-confine.md"
+if readme_options "$WORK/README-without-confine.md" >"$WORK/without"; then
+	fail "a README without the --confine row fails the check"
+else
+	check "a README without the --confine row fails the check" \
+		grep -qx -- 'missing --confine' "$WORK/without"
+fi
 
 render_page() {
 	mandoc -T utf8 "$PAGE" >"$WORK/page.txt"

@@ -10,7 +10,7 @@
 # $WORK/log-level and $WORK/log-to when a session starts.
 #
 # Then the long listing: one directory of 3000 entries with names of 1 to
-# 255 bytes (some UTF-8), listed by every client the README names (sftp's
+# 255 bytes (some UTF-8), listed by every client doc/operations.md names (sftp's
 # ls -1 and ls -l, paramiko, lftp's cls and ls, rclone lsf, curl -l through
 # libssh2, and an sshfs mount read by ls -f and find); each output must
 # hold every name exactly once and nothing else, and the server's debug log
