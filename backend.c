@@ -34,7 +34,7 @@ int backend_start(enum backend_choice choice, unsigned depth)
 	/* Containers, kernel.io_uring_disabled and small RLIMIT_MEMLOCK all
 	 * land here: plain system calls work the same, only slower. */
 	verbose("io_uring unavailable (%s); using plain system calls",
-	        strerror(-rc));
+	        errno_text(-rc));
 	backend = &plain_backend;
 	return backend->init(depth);
 }

@@ -41,6 +41,26 @@ int cancel_should_stop(const struct cancel_watch *w, int64_t now_ns)
 	}
 }
 
+size_t cancel_step_size(size_t asked, size_t moved, int64_t took_ns, size_t min,
+                        size_t max)
+{
+	uint64_t next = asked;
+
+	if (moved > 0 && took_ns > 0) {
+		/* moved is at most max (16 MiB), CANCEL_STEP_NS 1e8: the
+		 * product fits in 64 bits. */
+		next = (uint64_t)moved * CANCEL_STEP_NS / (uint64_t)took_ns;
+		if (next / 4 > asked)
+			next = (uint64_t)asked * 4;
+	}
+	if (next < min)
+		next = min;
+	if (next > max)
+		next = max;
+	/* Whole multiples of min: a reflink shares whole blocks only. */
+	return (size_t)(next - next % min);
+}
+
 /* The look itself: stdin and stdout, without waiting.  POLLRDHUP is a
  * socket's half-close (sshd may hand us a socketpair); a pipe says
  * POLLHUP once its writer has closed it, even with data still unread.

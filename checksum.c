@@ -187,7 +187,7 @@ static int hash_step(struct request *req)
 	}
 	if (n < 0) {
 		error("%s: read \"%.100s\": %s", job->fn, job->name,
-		      strerror((int)-n));
+		      errno_text((int)-n));
 		send_status(req, errno_to_status((int)-n));
 		return 0;
 	}

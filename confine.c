@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "kernelrules.h"
 #include "landlock-sys.h"
 #include "log.h"
 #include "testkernel.h"
@@ -286,9 +287,16 @@ static int follow_link(struct walk *w, int link_fd, const char *client,
 	return splice_target(rest, size, rel, more, after);
 }
 
-/* One component that is neither "", "." nor "..". */
+/* One component that is neither "", "." nor "..".  kernel_rules: a final
+ * symlink (the path's last component, or the last of a final link's
+ * target: what remains is spliced in) is followed only where the kernel
+ * would follow it for open(2) (kernel_follows_link: fs.protected_symlinks,
+ * nosymfollow).  Links in the middle of a path meet no such rule in the
+ * kernel either; REALPATH reads links as OpenSSH's server does (readlink,
+ * which the rule does not govern), so it passes kernel_rules = 0. */
 static int walk_component(struct walk *w, const char *name, int last,
-                          int follow_last, int *followed, int *done)
+                          int follow_last, int kernel_rules, int *followed,
+                          int *done)
 {
 	struct stat st;
 	int fd, rc;
@@ -316,6 +324,11 @@ static int walk_component(struct walk *w, const char *name, int last,
 		return rc;
 	}
 	if (S_ISLNK(st.st_mode)) {
+		if (last && kernel_rules &&
+		    (rc = kernel_follows_link(w->fd, name, &st)) != 0) {
+			close(fd);
+			return rc;
+		}
 		*followed = fd; /* the caller reads the link and closes it */
 		return 0;
 	}
@@ -395,8 +408,8 @@ static int walk(struct walk *w, const char *client, int flags)
 				return rc;
 			continue;
 		}
-		rc =
-		    walk_component(w, name, last, follow_last, &link_fd, &done);
+		rc = walk_component(w, name, last, follow_last, !bsd, &link_fd,
+		                    &done);
 		if (rc != 0 || done)
 			return rc;
 		if (link_fd < 0)

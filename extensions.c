@@ -29,7 +29,9 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
+#include "kernelrules.h"
 #include "log.h"
+#include "monotonic.h"
 #include "options.h"
 #include "parse.h"
 #include "realpath.h"
@@ -38,6 +40,7 @@
 #include "server.h"
 #include "sftp.h"
 #include "status.h"
+#include "upload.h"
 #include "upload.h"
 #include "xferlog.h"
 
@@ -48,8 +51,11 @@
  * well under half a second even where the kernel copies the bytes
  * themselves on a busy machine (16 MiB: a few milliseconds from the page
  * cache, a 64 MiB call once took over 0.5 s writing out holes on a loaded
- * 2-CPU VM; a reflink is far quicker). */
+ * 2-CPU VM; a reflink is far quicker).  Below that, each call is sized by
+ * the time the one before took (cancel_step_size), from KERNEL_COPY_FIRST:
+ * on slow storage 16 MiB is a second or more. */
 #define KERNEL_COPY_MAX (16 * 1024 * 1024)
+#define KERNEL_COPY_FIRST (1024 * 1024)
 
 /* A reply we build by parts that does not fit is our bug, not the
  * client's: stop rather than send a broken packet (as reply.c does). */
@@ -187,15 +193,23 @@ int process_extended_lsetstat(struct request *req)
 
 /* ---- limits -------------------------------------------------------- */
 
-/* Handles are bounded by the descriptor limit; keep a few descriptors for
- * stdio, syslog and a spare, as OpenSSH reckons it. */
+/* Descriptors kept for stdin, stdout, stderr, the ring (or the log
+ * socket) and a spare, as OpenSSH reckons it. */
+#define RESERVED_DESCRIPTORS 5
+
+/* Handles are bounded by the descriptor limit: what is left of it after
+ * ours (and the sysctls kernelrules.c keeps open), over what each handle
+ * may hold (two for an upload). */
 static uint64_t max_open_handles(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur <= 5)
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return 0;
-	return (uint64_t)rl.rlim_cur - 5;
+	return handle_limit_for((uint64_t)rl.rlim_cur,
+	                        RESERVED_DESCRIPTORS +
+	                            kernelrules_descriptors(),
+	                        upload_descriptors_per_handle());
 }
 
 int process_extended_limits(struct request *req)
@@ -429,7 +443,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 	if (n == 0)
 		return 0;
 	if (n < 0) {
-		error("%s: read failed: %s", job->fn, strerror((int)-n));
+		error("%s: read failed: %s", job->fn, errno_text((int)-n));
 		*status = errno_to_status((int)-n);
 		return -1;
 	}
@@ -440,7 +454,7 @@ static int copy_chunk(struct copy_job *job, uint8_t *buf, size_t len,
 		job->to->writes_failed = 1; /* --atomic-uploads discards it */
 		error("%s: write failed: %llu != %llu: %s", job->fn,
 		      (unsigned long long)written, (unsigned long long)n,
-		      strerror(-rc));
+		      errno_text(-rc));
 		*status = errno_to_status(-rc);
 		return -1;
 	}
@@ -473,6 +487,8 @@ static int copy_in_kernel(struct copy_job *job, uint64_t *rpos, uint64_t *wpos,
                           uint64_t *left, uint32_t *status)
 {
 	struct io_op op;
+	size_t step = KERNEL_COPY_FIRST;
+	int64_t t0;
 	ssize_t n;
 
 	if (job->to->flags & O_APPEND)
@@ -488,9 +504,12 @@ static int copy_in_kernel(struct copy_job *job, uint64_t *rpos, uint64_t *wpos,
 		op.fd_out = job->to->fd;
 		op.offset = *rpos;
 		op.offset_out = *wpos;
-		op.len =
-		    *left < KERNEL_COPY_MAX ? (size_t)*left : KERNEL_COPY_MAX;
+		op.len = *left < step ? (size_t)*left : step;
+		t0 = monotonic_ns();
 		n = io_sync(&op);
+		step = cancel_step_size(op.len, n > 0 ? (size_t)n : 0,
+		                        monotonic_ns() - t0, COPY_CHUNK,
+		                        KERNEL_COPY_MAX);
 		if (n == -EINTR || n == -EAGAIN)
 			continue;
 		if (n < 0 || (n == 0 && *rpos == job->read_off))

@@ -31,6 +31,14 @@ void handle_set_limit(unsigned max)
 	max_handles = max;
 }
 
+uint64_t handle_limit_for(uint64_t nofile, unsigned reserved,
+                          unsigned per_handle)
+{
+	if (nofile <= reserved || per_handle == 0)
+		return 0;
+	return (nofile - reserved) / per_handle;
+}
+
 unsigned handle_count(void)
 {
 	return num_used;

@@ -44,6 +44,10 @@
  * replies are fewer round trips. */
 #define READDIR_BATCH 1024
 #define READDIR_REPLY_BYTES (60 * 1024)
+/* A NAME reply's bound, its length field included: what READDIR_BATCH
+ * names of READDIR_REPLY_BYTES estimated come to once their owners and
+ * groups are known must still fit. */
+#define READDIR_REPLY_MAX (64 * 1024)
 /* DATA reply header: length, type, id, data length. */
 #define DATA_HEADER_LEN 13
 
@@ -439,7 +443,7 @@ static void read_finish(struct request *req)
 		if (last < 0) {
 			error("process_read: %s \"%.100s\": %s",
 			      io_step(req->handle, last, "read"),
-			      handle_name(req->handle), strerror((int)-last));
+			      handle_name(req->handle), errno_text((int)-last));
 			send_status(req, errno_to_status((int)-last));
 		} else {
 			debug("read eof");
@@ -526,7 +530,7 @@ int process_read(struct request *req)
 	}
 	if ((err = -handle_seek(h, off, &pos)) != 0) {
 		error("process_read: seek \"%.100s\": %s", h->name,
-		      strerror(err));
+		      errno_text(err));
 		send_status(req, errno_to_status(err));
 		return HANDLER_DONE;
 	}
@@ -577,7 +581,7 @@ static void write_finish(struct request *req)
 	} else {
 		error("process_write: %s \"%.100s\": %s",
 		      io_step(req->handle, last, "write"),
-		      handle_name(req->handle), strerror((int)-last));
+		      handle_name(req->handle), errno_text((int)-last));
 		send_status(req, errno_to_status((int)-last));
 	}
 }
@@ -604,7 +608,7 @@ int process_write(struct request *req)
 	if (!(h->flags & O_APPEND) && (err = -handle_seek(h, off, &pos)) != 0) {
 		h->write_failed = h->writes_failed = 1;
 		error("process_write: seek \"%.100s\": %s", h->name,
-		      strerror(err));
+		      errno_text(err));
 		send_status(req, errno_to_status(err));
 		return HANDLER_DONE;
 	}
@@ -702,10 +706,12 @@ int process_opendir(struct request *req)
 	return HANDLER_FINISH;
 }
 
-/* Append one NAME entry: file name, long name, lstat attributes. */
-static void put_dir_entry(struct request *req, const struct listing_entry *e,
-                          time_t now)
+/* Append one NAME entry: file name, long name, lstat attributes; 1, or
+ * 0 when it made the reply too long (then it is taken out again). */
+static int put_dir_entry(struct request *req, const struct listing_entry *e,
+                         time_t now, uint32_t count)
 {
+	size_t mark = req->reply.len;
 	char *longname;
 	struct attrib a;
 	int rc;
@@ -719,6 +725,10 @@ static void put_dir_entry(struct request *req, const struct listing_entry *e,
 	free(longname);
 	if (!rc)
 		fatal_exit(255, "process_readdir: encode failed");
+	if (listing_fits(req->reply.len, READDIR_REPLY_MAX, count))
+		return 1;
+	req->reply.len = mark;
+	return 0;
 }
 
 /* The fine-grained clock: file times may be fine-grained too (multigrain
@@ -760,11 +770,16 @@ int process_readdir(struct request *req)
 		                 READDIR_REPLY_BYTES) != 0)
 			fatal_exit(255, "process_readdir: out of memory");
 		listing_stat(h->dirp, h->name, &l);
-		for (i = 0; i < l.n; i++)
-			if (l.e[i].ok) {
-				put_dir_entry(req, &l.e[i], now);
-				count++;
+		for (i = 0; i < l.n; i++) {
+			if (!l.e[i].ok)
+				continue;
+			if (!put_dir_entry(req, &l.e[i], now, count)) {
+				/* The next READDIR starts at this one. */
+				seekdir(h->dirp, l.e[i].pos);
+				break;
 			}
+			count++;
+		}
 	} while (count == 0 && l.n > 0);
 	listing_free(&l);
 	if (count == 0) {
@@ -922,11 +937,12 @@ static int mode_change_ignored(const struct set_target *tg, const char *name,
 static void log_modtime(const char *name, uint32_t mtime)
 {
 	time_t t = mtime;
-	struct tm *tm = localtime(&t);
+	struct tm tm;
 	char when[64];
 
-	if (tm == NULL ||
-	    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", tm) == 0)
+	/* localtime_r: FSETSTAT and SETSTAT run in worker threads too. */
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y%m%d-%H:%M:%S", &tm) == 0)
 		snprintf(when, sizeof(when), "%lld", (long long)t);
 	logit("set \"%s\" modtime %s", name, when);
 }

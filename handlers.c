@@ -47,12 +47,14 @@ struct server srv;
 		.fn = f, .path_use = {p1, p2}, __VA_ARGS__                     \
 	}
 /* Its class under the ordering rule (order.h); whether its first field
- * is a handle (HANDLE_ARG, else 0); and its fields after an extension's
+ * is a handle (HANDLE_ARG, else 0) and whether it reports free space
+ * (COUNTS_SPACE); and its fields after an extension's
  * name (s a string, u a uint32, a attributes), which a worker thread may
  * run it with once they are seen to be well formed (the handler then
  * cannot fail to parse). */
 #define ORDERED(cls, args, sh) .order = cls, .scope_args = args, .shape = sh
 #define HANDLE_ARG 1
+#define COUNTS_SPACE 2
 /* Its one system call can go to the ring: the io_opcode (backend.h). */
 #define RING_CALL(op) .has_ring_op = 1, .ring_op = op
 /* Runs in steps beside READs and WRITEs (check-file); reads only. */
@@ -90,9 +92,10 @@ static const struct handler plain_handlers[] = {
             ORDERED(ORDER_HANDLE_WRITE, HANDLE_ARG, "sa")),
     HANDLER(SSH2_FXP_OPENDIR, "opendir", 0, 0, process_opendir,
             ORDERED(ORDER_PATH_READ, 0, "s")),
-    /* READDIR moves its handle on: two on one handle are in order. */
+    /* READDIR moves its handle on: two on one handle are in order.  It
+     * reports on the directory's files: a survey. */
     HANDLER(SSH2_FXP_READDIR, "readdir", 0, 0, process_readdir,
-            ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
+            ORDERED(ORDER_HANDLE_SURVEY, HANDLE_ARG, "s")),
     HANDLER_PATHS(SSH2_FXP_REMOVE, "remove", 1, process_remove, PATH_NOFOLLOW,
                   PATH_FOLLOW, ORDERED(ORDER_PATH_WRITE, 0, "s"),
                   RING_CALL(IO_UNLINKAT)),
@@ -122,10 +125,11 @@ static const struct handler ext_handlers[] = {
                     process_extended_posix_rename, PATH_NOFOLLOW, PATH_NOFOLLOW,
                     ORDERED(ORDER_PATH_WRITE, 0, "ss"), RING_CALL(IO_RENAMEAT)),
     EXTENSION("statvfs@openssh.com", "2", "statvfs", 0,
-              process_extended_statvfs, ORDERED(ORDER_PATH_READ, 0, "s")),
+              process_extended_statvfs,
+              ORDERED(ORDER_PATH_READ, COUNTS_SPACE, "s")),
     EXTENSION("fstatvfs@openssh.com", "2", "fstatvfs", 0,
               process_extended_fstatvfs,
-              ORDERED(ORDER_HANDLE_READ, HANDLE_ARG, "s")),
+              ORDERED(ORDER_HANDLE_SURVEY, HANDLE_ARG | COUNTS_SPACE, "s")),
     EXTENSION_PATHS("hardlink@openssh.com", "1", "hardlink", 1,
                     process_extended_hardlink, PATH_NOFOLLOW, PATH_NOFOLLOW,
                     ORDERED(ORDER_PATH_WRITE, 0, "ss"), RING_CALL(IO_LINKAT)),
@@ -400,6 +404,8 @@ void request_scope(struct request *req)
 	    req->type == SSH2_FXP_OPEN || req->type == SSH2_FXP_OPENDIR;
 	if (req->type == SSH2_FXP_OPEN && open_writes(r))
 		s->cls = ORDER_PATH_WRITE;
+	s->closes = req->type == SSH2_FXP_CLOSE;
+	s->counts_space = (h->scope_args & COUNTS_SPACE) != 0;
 	if (!(h->scope_args & HANDLE_ARG))
 		return;
 	if (handle_parse(&r, &idx) != BUF_OK) {

@@ -48,7 +48,7 @@ static void meta_answered(struct io_op *op)
 		verbose("io_uring refused IORING_OP_%s (%s): the workers make "
 		        "those calls",
 		        meta_names[op->opcode],
-		        strerror((int)-op->ring_result));
+		        errno_text((int)-op->ring_result));
 	}
 	if (op->opcode != IO_CLOSE)
 		latency_note(monotonic_ns() - op->submitted_ns);

@@ -37,6 +37,7 @@ int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
 	struct listing_entry *grown;
 	struct dirent *dp;
 	size_t bytes = 0, len, i;
+	long pos;
 
 	/* The names of the batch before, if any (READDIR reads another
 	 * batch when none of those could be looked up). */
@@ -44,7 +45,7 @@ int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
 		free(l->e[i].name);
 	l->n = 0;
 	while (l->n < max_entries && bytes < max_bytes &&
-	       (dp = readdir(dirp)) != NULL) {
+	       (pos = telldir(dirp), dp = readdir(dirp)) != NULL) {
 		if (l->n == l->cap) {
 			l->cap = l->cap ? 2 * l->cap : 64;
 			grown = realloc(l->e, l->cap * sizeof(*l->e));
@@ -53,6 +54,7 @@ int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
 			l->e = grown;
 		}
 		len = strlen(dp->d_name);
+		l->e[l->n].pos = pos;
 		if ((l->e[l->n].name = strdup(dp->d_name)) == NULL)
 			return -1;
 		l->e[l->n].ok = 0;
@@ -60,6 +62,11 @@ int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
 		bytes += 2 * len + ENTRY_OVERHEAD;
 	}
 	return 0;
+}
+
+int listing_fits(size_t reply_len, size_t max, uint32_t count)
+{
+	return count == 0 || reply_len <= max;
 }
 
 size_t listing_probe(const struct listing *l)

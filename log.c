@@ -115,6 +115,14 @@ static int is_known_facility(int facility)
  * texts are the ones sftp-server prints, since option parsing relies on
  * this check to reject bad -l and -f values.
  */
+const char *errno_text(int err)
+{
+	static __thread char buf[128];
+
+	/* The GNU strerror_r: it returns the text, in buf or a constant. */
+	return strerror_r(err, buf, sizeof(buf));
+}
+
 void log_init(const char *ident, int level, int facility, int on_stderr)
 {
 	if (level < LOG_LEVEL_QUIET || level > LOG_LEVEL_DEBUG3) {

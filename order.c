@@ -27,6 +27,8 @@ static int io_ranges_conflict(const struct order_scope *a,
 	return wr->end > rd->start;
 }
 
+/* Looks at or changes only a handle's own file.  A survey looks beyond
+ * it, so it is ordered against changes as a request on paths is. */
 static int is_handle(enum order_class c)
 {
 	return c == ORDER_HANDLE_READ || c == ORDER_HANDLE_WRITE;
@@ -44,6 +46,7 @@ static int io_conflict_with(const struct order_scope *io,
 {
 	switch (r->cls) {
 	case ORDER_PATH_READ:
+	case ORDER_HANDLE_SURVEY:
 		return io->writes;
 	case ORDER_PATH_WRITE:
 		return 1;
@@ -55,6 +58,8 @@ static int io_conflict_with(const struct order_scope *io,
 int order_conflict(const struct order_scope *a, const struct order_scope *b)
 {
 	if (a->cls == ORDER_BARRIER || b->cls == ORDER_BARRIER)
+		return 1;
+	if ((a->counts_space && b->closes) || (b->counts_space && a->closes))
 		return 1;
 	if ((a->opens_handle && b->handle_unknown) ||
 	    (b->opens_handle && a->handle_unknown))

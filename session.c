@@ -180,10 +180,10 @@ static void read_input(void)
 		input_eof = 1;
 	} else if (errno == ECONNRESET) {
 		/* A socketpair's client went away: like end of file. */
-		debug("read: %s", strerror(errno));
+		debug("read: %s", errno_text(errno));
 		input_eof = 1;
 	} else if (errno != EAGAIN && errno != EINTR) {
-		error("read: %s", strerror(errno));
+		error("read: %s", errno_text(errno));
 		stop_now(1);
 	}
 }
@@ -245,10 +245,10 @@ static int write_output(void)
 		case OUTPUT_FULL:
 			return 1;
 		case OUTPUT_GONE:
-			debug("write: %s", strerror(errno));
+			debug("write: %s", errno_text(errno));
 			break;
 		default:
-			error("write: %s", strerror(errno));
+			error("write: %s", errno_text(errno));
 			stop_now(1);
 			return 0;
 		}
@@ -260,7 +260,7 @@ static int reap_completions(void)
 	int rc = io_reap_ready();
 
 	if (rc < 0)
-		fatal_exit(1, "I/O completion: %s", strerror(-rc));
+		fatal_exit(1, "I/O completion: %s", errno_text(-rc));
 	return rc;
 }
 

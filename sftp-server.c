@@ -36,6 +36,7 @@
 #include "handle.h"
 #include "handlers.h"
 #include "input.h"
+#include "kernelrules.h"
 #include "log.h"
 #include "monotonic.h"
 #include "options.h"
@@ -45,6 +46,7 @@
 #include "workers.h"
 #include "queue.h"
 #include "testkernel.h"
+#include "upload.h"
 #include "xferlog.h"
 #include "server.h"
 #include "session.h"
@@ -226,7 +228,7 @@ static void wait_for_events(void)
 	}
 	rc = ppoll(pfd, (nfds_t)nfds, timeout, &sleep_mask);
 	if (rc == -1 && errno != EINTR) {
-		error("poll: %s", strerror(errno));
+		error("poll: %s", errno_text(errno));
 		cleanup_exit(2);
 	}
 	ev.timed_out = rc == 0;
@@ -277,7 +279,7 @@ static void absolute_text(char *out, size_t size, const char *base,
 		fatal_exit(CONFINE_EXIT,
 		           "--confine: \"%.100s...\": %s; refusing to run "
 		           "unconfined",
-		           path, strerror(ENAMETOOLONG));
+		           path, errno_text(ENAMETOOLONG));
 }
 
 /* The confinement directory is named by text, as configured: -d (after its
@@ -349,10 +351,13 @@ int main(int argc, char **argv)
 		        (unsigned long)getuid(), srv.user, srv.home);
 	log_set_cleanup(log_cleanup);
 	testkernel_init(); /* a test's older kernel: testkernel.h */
+	/* Before --confine closes /proc to us (Landlock). */
+	if (srv.opt.atomic_uploads && srv.opt.confine)
+		kernelrules_init();
 	/* Keep other processes of this user out of our memory. */
 	if (prctl(PR_SET_DUMPABLE, 0) != 0)
 		fatal_exit(255, "unable to make the process undumpable: %s",
-		           strerror(errno));
+		           errno_text(errno));
 	srv.client_addr = client_address();
 	logit("session opened for local user %s from [%s]", srv.user,
 	      srv.client_addr);
@@ -366,7 +371,7 @@ int main(int argc, char **argv)
 	if (srv.opt.start_dir != NULL &&
 	    (start_dir_reached = chdir(srv.opt.start_dir) == 0) == 0) {
 		error("chdir to \"%s\" failed: %s", srv.opt.start_dir,
-		      strerror(errno));
+		      errno_text(errno));
 		/* The home directory is no confinement directory. */
 		if (srv.opt.confine && srv.opt.confine_dir == NULL)
 			fatal_exit(CONFINE_EXIT,
@@ -384,7 +389,7 @@ int main(int argc, char **argv)
 		fatal_exit(1, "cannot start the %s back end: %s",
 		           srv.opt.backend == BACKEND_URING ? "io_uring"
 		                                            : "plain",
-		           strerror(-rc));
+		           errno_text(-rc));
 	limits.max_requests = srv.opt.queue_depth;
 	limits.max_reply_bytes = MAX_REPLY_BYTES;
 	queue_init(&limits);

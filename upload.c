@@ -28,9 +28,14 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "kernelrules.h"
 #include "log.h"
 #include "server.h"
 #include "upload.h"
+
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x2000 /* Linux 5.8 */
+#endif
 
 /* Tries at a free hidden name before giving up (EEXIST). */
 #define HIDDEN_NAME_TRIES 64
@@ -124,74 +129,110 @@ int open_file(const char *name, int *flags, int mode)
 
 /* ---- finding the target --------------------------------------------- */
 
-/* Split path into its directory (opened O_PATH) and last name.  Fails
- * (-1) for what has no plain last name ("", ".", "..", a trailing slash):
- * the caller then leaves it to open(2), which answers as it would. */
-static int open_parent(const char *path, char *leaf)
+/* Split path into its directory, opened O_PATH from base (which an
+ * absolute path ignores) into *dir, and its last name.  The kernel walks
+ * the directory part: its own rules for the links met on the way.
+ * Returns 0, -errno, or LEAVE_TO_OPEN for a name with no plain last name
+ * ("", ".", "..", a trailing slash), which the caller leaves to open(2):
+ * for an upload that can only fail (EISDIR, ENOTDIR, ENOENT), so nothing
+ * is truncated in place. */
+#define LEAVE_TO_OPEN 1
+static int open_parent_at(int base, const char *path, int *dir, char *leaf)
 {
-	char dir[PATH_MAX];
+	char parent[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	const char *name = slash != NULL ? slash + 1 : path;
-	int fd;
 
-	if (*name == '\0' || strcmp(name, ".") == 0 ||
-	    strcmp(name, "..") == 0 || strlen(name) > NAME_MAX)
-		return -1;
+	*dir = -1;
+	if (strlen(path) >= PATH_MAX)
+		return -ENAMETOOLONG; /* as the kernel answers it */
+	if (*name == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return LEAVE_TO_OPEN;
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
 	if (slash == NULL)
-		strlcpy(dir, ".", sizeof(dir));
+		strlcpy(parent, ".", sizeof(parent));
 	else if (slash == path)
-		strlcpy(dir, "/", sizeof(dir));
+		strlcpy(parent, "/", sizeof(parent));
 	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path),
+		         path);
 	strlcpy(leaf, name, NAME_MAX + 1);
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	return fd;
+	*dir = openat(base, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return *dir >= 0 ? 0 : -errno;
 }
 
-/* The directory and name of the file open(2) of name would reach: a final
- * symlink is followed (a dangling one to the name it points at, which
- * O_CREAT creates) unless nofollow.  Under --confine the resolution did
- * that already, and the directory is reached again from DIR (see
- * confine_parent).  Returns the directory's descriptor, or -1 when the
- * caller should leave the name to open(2). */
-static int find_target(const char *name, int nofollow, char *leaf)
+/* If leaf in *dir is a symlink: the directory and name it leads to, as
+ * open(2) follows a path's last component: only where the kernel would
+ * (kernel_follows_link: fs.protected_symlinks, nosymfollow), the target's
+ * directory walked by the kernel from *dir, no path ever pasted together.
+ * Returns 0 when leaf is no symlink (or absent), 2 when it followed one
+ * (*dir and leaf replaced), else as open_parent_at. */
+#define FOLLOWED 2
+static int follow_one(int *dir, char *leaf)
 {
-	char path[PATH_MAX], link[PATH_MAX], next[PATH_MAX];
-	const char *slash;
+	char link[PATH_MAX];
+	struct stat st;
 	ssize_t n;
-	int dir, hops;
+	int rc, next;
+
+	if (fstatat(*dir, leaf, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISLNK(st.st_mode))
+		return 0;
+	if ((rc = kernel_follows_link(*dir, leaf, &st)) != 0)
+		return rc;
+	n = readlinkat(*dir, leaf, link, sizeof(link));
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ENOENT; /* as open(2) answers an empty link */
+	if ((size_t)n >= sizeof(link))
+		return -ENAMETOOLONG;
+	link[n] = '\0';
+	if ((rc = open_parent_at(*dir, link, &next, leaf)) != 0)
+		return rc;
+	close(*dir);
+	*dir = next;
+	return FOLLOWED;
+}
+
+/* The directory (*dir, O_PATH) and name (leaf) of the file open(2) of name
+ * would reach: a final symlink is followed (a dangling one to the name it
+ * points at, which O_CREAT creates) unless nofollow.  Under --confine the
+ * resolution did that already (confine_resolve), and the directory is
+ * reached again from DIR (see confine_parent).  Returns 0, LEAVE_TO_OPEN,
+ * or -errno: what open(2) would have answered, or why the directory could
+ * not be held (EMFILE, ENOMEM); never a guess at another name. */
+static int find_target(const char *name, int nofollow, int *dir, char *leaf)
+{
+	int hops, rc;
 
 	if (confine_active()) {
-		dir = confine_parent(name, leaf);
-		if (dir < 0 || strcmp(leaf, ".") == 0) {
-			if (dir >= 0)
-				close(dir);
-			return -1;
+		if ((*dir = confine_parent(name, leaf)) < 0) {
+			rc = *dir;
+			*dir = -1;
+			return rc;
 		}
-		return dir;
+		if (strcmp(leaf, ".") != 0)
+			return 0;
+		close(*dir);
+		*dir = -1;
+		return LEAVE_TO_OPEN;
 	}
-	strlcpy(path, name, sizeof(path));
-	for (hops = 0;; hops++) {
-		if ((dir = open_parent(path, leaf)) < 0)
-			return -1;
-		if (nofollow)
-			return dir;
-		n = readlinkat(dir, leaf, link, sizeof(link) - 1);
-		if (n < 0)
-			return dir; /* not a symlink, or nothing there */
-		close(dir);
-		if (hops == TARGET_LINKS_MAX || n == 0)
-			return -1; /* open(2) says ELOOP or ENOENT */
-		link[n] = '\0';
-		slash = strrchr(path, '/');
-		if (link[0] == '/' || slash == NULL)
-			strlcpy(next, link, sizeof(next));
-		else if (snprintf(next, sizeof(next), "%.*s/%s",
-		                  (int)(slash - path), path,
-		                  link) >= (int)sizeof(next))
-			return -1;
-		strlcpy(path, next, sizeof(path));
+	if ((rc = open_parent_at(AT_FDCWD, name, dir, leaf)) != 0)
+		return rc;
+	for (hops = 0; !nofollow; hops++) {
+		rc = hops > TARGET_LINKS_MAX ? -ELOOP : follow_one(dir, leaf);
+		if (rc == 0)
+			break;
+		if (rc == FOLLOWED)
+			continue;
+		close(*dir);
+		*dir = -1;
+		return rc;
 	}
+	return 0;
 }
 
 /* ---- temporary files ------------------------------------------------- */
@@ -317,10 +358,27 @@ static int keep_old_attributes(const struct upload *t, int fd, const char *name)
 
 /* ---- OPEN ------------------------------------------------------------ */
 
+/* Is leaf in dir the root of a mount (a file bind-mounted over another,
+ * as containers mount /etc/hosts and ConfigMaps)?  Nothing can be renamed
+ * over it (EBUSY).  Kernels before 5.8 do not say: there a file on
+ * another device than its directory counts (a bind mount from the same
+ * file system is then found only at CLOSE). */
+static int is_mount_point(int dir, const char *leaf, const struct stat *st)
+{
+	struct statx stx;
+	struct stat d;
+
+	if (statx(dir, leaf, AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) == 0 &&
+	    (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+	return fstat(dir, &d) == 0 && d.st_dev != st->st_dev;
+}
+
 /* Should this open be an atomic upload, given what is at the target now?
  * Returns 1 (t->replaces and t->old set when a file is replaced), 0 to
- * open in place, or -1 with errno for an answer of our own. */
-static int wants_atomic(struct upload *t, int flags, int replace)
+ * open in place, or -1 with errno for an answer of our own (logged). */
+static int wants_atomic(struct upload *t, const char *name, int flags,
+                        int replace)
 {
 	struct stat dir;
 
@@ -328,15 +386,36 @@ static int wants_atomic(struct upload *t, int flags, int replace)
 		return errno == ENOENT && (flags & O_CREAT);
 	if (!S_ISREG(t->old.st_mode) || (flags & O_EXCL) || !replace)
 		return 0; /* in place: resume, append, a device, EEXIST */
+	if (is_mount_point(t->dir, t->leaf, &t->old)) {
+		/* Written in place, as OpenSSH's server writes it: the
+		 * only way the upload can succeed at all. */
+		verbose("atomic upload \"%s\": a mount point, written in "
+		        "place",
+		        name);
+		return 0;
+	}
+	if (fstat(t->dir, &dir) == -1)
+		return -1;
+	/* OpenSSH's open(O_CREAT) of this existing file would meet
+	 * fs.protected_regular, which our rename never does. */
+	if ((flags & O_CREAT) && sticky_create_allowed(&dir, &t->old) != 0) {
+		logit("atomic upload \"%s\": another user's file in a sticky "
+		      "directory (fs.protected_regular)",
+		      name);
+		errno = EACCES;
+		return -1;
+	}
 	/* Replacing needs what truncating needs, write permission on the
 	 * file (EACCES as open(2) says it), besides the directory's. */
 	if (faccessat(t->dir, t->leaf, W_OK, AT_EACCESS) == -1)
 		return -1;
 	/* In a sticky directory (/tmp's 1777) only the file's or the
 	 * directory's owner may rename over it: the CLOSE would fail. */
-	if (fstat(t->dir, &dir) == 0 && (dir.st_mode & S_ISVTX) &&
-	    geteuid() != 0 && t->old.st_uid != geteuid() &&
-	    dir.st_uid != geteuid()) {
+	if ((dir.st_mode & S_ISVTX) && geteuid() != 0 &&
+	    t->old.st_uid != geteuid() && dir.st_uid != geteuid()) {
+		logit("atomic upload \"%s\": another user's file in a sticky "
+		      "directory cannot be replaced",
+		      name);
 		errno = EPERM;
 		return -1;
 	}
@@ -442,6 +521,33 @@ static int open_in_place(struct upload *t, const char *name, int *flags,
 	return fd;
 }
 
+/* The target's directory, for an atomic upload or the fsync of a new
+ * file's name at CLOSE: *tp = NULL when the name is left to open(2).
+ * Returns 0, or -1 with errno: a directory that cannot be found or held
+ * (EMFILE, ENOMEM, ENAMETOOLONG, a link the kernel would not follow) fails
+ * the OPEN rather than write in place what was to be linked in. */
+static int target_of(const char *name, int flags, struct upload **tp)
+{
+	struct upload *t = upload_new();
+	int rc;
+
+	*tp = NULL;
+	if (t == NULL)
+		return -1;
+	rc = find_target(name,
+	                 (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL),
+	                 &t->dir, t->leaf);
+	if (rc == 0) {
+		*tp = t;
+		return 0;
+	}
+	upload_discard(t);
+	if (rc == LEAVE_TO_OPEN)
+		return 0;
+	errno = -rc;
+	return -1;
+}
+
 int upload_open(const char *name, int *flags, int mode, int replace,
                 struct upload **up)
 {
@@ -451,29 +557,25 @@ int upload_open(const char *name, int *flags, int mode, int replace,
 	int rc;
 
 	*up = NULL;
-	/* The target's directory is needed for an atomic upload, and for
-	 * the fsync of a new file's name at CLOSE. */
 	if ((atomic || (srv.opt.fsync_on_close && writable(*flags) &&
 	                (*flags & O_CREAT))) &&
-	    (t = upload_new()) != NULL) {
-		t->dir = find_target(
-		    name, (*flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL),
-		    t->leaf);
-		if (t->dir < 0) {
-			upload_discard(t);
-			t = NULL;
-		}
+	    target_of(name, *flags, &t) == -1) {
+		/* The name's own answers (ENOENT, EACCES, ELOOP, ...) are
+		 * OpenSSH's and logged as its; these are ours. */
+		rc = errno;
+		if (rc == EMFILE || rc == ENFILE || rc == ENOMEM ||
+		    rc == EAGAIN)
+			logit(
+			    "upload \"%s\": refused, not written in place: %s",
+			    name, strerror(rc));
+		errno = rc;
+		return -1;
 	}
 	if (atomic && t != NULL) {
-		if ((rc = wants_atomic(t, *flags, replace)) == 1)
+		if ((rc = wants_atomic(t, name, *flags, replace)) == 1)
 			return open_atomic(t, name, *flags, mode, up);
 		if (rc == -1) {
 			rc = errno;
-			if (rc == EPERM)
-				logit(
-				    "atomic upload \"%s\": another user's file "
-				    "in a sticky directory cannot be replaced",
-				    name);
 			upload_discard(t);
 			errno = rc;
 			return -1;
@@ -625,7 +727,7 @@ int upload_mkdir(const char *path, mode_t mode)
 {
 	char leaf[NAME_MAX + 1], trimmed[PATH_MAX];
 	size_t len;
-	int dir, err;
+	int dir, err, rc;
 
 	if (srv.opt.dir_mode < 0)
 		return confine_mkdir(path, mode);
@@ -635,12 +737,12 @@ int upload_mkdir(const char *path, mode_t mode)
 	len = strlcpy(trimmed, path, sizeof(trimmed));
 	while (len > 1 && trimmed[len - 1] == '/')
 		trimmed[--len] = '\0';
-	errno = EINVAL; /* a name open_parent() refuses: none is made */
 	if (confine_active()) {
 		if ((dir = confine_parent(trimmed, leaf)) < 0)
 			errno = -dir;
-	} else {
-		dir = open_parent(trimmed, leaf);
+	} else if ((rc = open_parent_at(AT_FDCWD, trimmed, &dir, leaf)) != 0) {
+		/* LEAVE_TO_OPEN: a name mkdir(2) made no directory under */
+		errno = rc < 0 ? -rc : EINVAL;
 	}
 	if (dir >= 0 &&
 	    chmod_new_dir(dir, leaf, (mode_t)srv.opt.dir_mode) == 0) {
@@ -655,6 +757,11 @@ int upload_mkdir(const char *path, mode_t mode)
 	}
 	errno = err;
 	return -1;
+}
+
+unsigned upload_descriptors_per_handle(void)
+{
+	return srv.opt.atomic_uploads || srv.opt.fsync_on_close ? 2 : 1;
 }
 
 int upload_mkdir_one_call(void)

@@ -42,7 +42,8 @@ int xferlog_open(const char *path, enum xferlog_format format, const char *user)
 	                  O_NONBLOCK,
 	              0600);
 	if (log_fd == -1) {
-		error("xferlog: cannot open \"%s\": %s", path, strerror(errno));
+		error("xferlog: cannot open \"%s\": %s", path,
+		      errno_text(errno));
 		return -1;
 	}
 	log_format = format;
@@ -191,7 +192,7 @@ static void append(const char *line, size_t len)
 	if (n == (ssize_t)len)
 		return;
 	if (n <= 0) {
-		write_failed_once(n == -1 ? strerror(errno)
+		write_failed_once(n == -1 ? errno_text(errno)
 		                          : "nothing written");
 		return;
 	}

@@ -12,6 +12,7 @@
 #ifndef CANCEL_H
 #define CANCEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* What a look at the client's two pipes found.  Ordered: a later state
@@ -44,6 +45,20 @@ void cancel_saw(struct cancel_watch *w, enum client_presence found,
                 int64_t now_ns);
 /* Should work in progress stop at now_ns? */
 int cancel_should_stop(const struct cancel_watch *w, int64_t now_ns);
+
+/* Work the kernel does in one call (copy_file_range) cannot be stopped
+ * midway, so each call is sized by the time the last one took: about
+ * CANCEL_STEP_NS each, whatever the storage (16 MiB took 0.6 to 0.9 s on
+ * a FUSE file system with 1 ms per call; on network storage more).
+ * cancel_step_size gives the next call's length from the last one's:
+ * asked (its length), moved (what it did) and took_ns.  Between min and
+ * max, a multiple of min (XFS and btrfs share whole blocks only: an
+ * unaligned length would copy the bytes); at most 4 times asked (one quick
+ * call, a hole or a cached range, says little of the next); asked again when
+ * the last call says nothing (it moved nothing, or took no time). */
+#define CANCEL_STEP_NS (100 * 1000000LL)
+size_t cancel_step_size(size_t asked, size_t moved, int64_t took_ns, size_t min,
+                        size_t max);
 
 /* fds 0 and 1 are the client's pipes: main says so before serving.  Until
  * then work_cancelled() never stops anything, so that the unit tests and

@@ -93,5 +93,10 @@ void handle_close_all(void);
 /* Number of slots in use; the limit (set from RLIMIT_NOFILE at start). */
 unsigned handle_count(void);
 void handle_set_limit(unsigned max);
+/* How many handles can be open at once with nofile descriptors, reserved
+ * of them kept for other uses and per_handle held by each handle: what
+ * limits@openssh.com advertises. */
+uint64_t handle_limit_for(uint64_t nofile, unsigned reserved,
+                          unsigned per_handle);
 
 #endif

@@ -29,8 +29,10 @@ struct handler {
 	 * plain string (vendor-id); NULL: ext_version. */
 	int (*ext_data)(struct wbuf *w);
 	/* Under the ordering rule (order.h): its class (0: a barrier),
-	 * whether its first field is a handle (1), and the shape of its
-	 * fields when a worker thread may run it (NULL: the loop does). */
+	 * whether its first field is a handle (bit 1) and whether it
+	 * reports free space (bit 2, order_scope.counts_space), and the
+	 * shape of its fields when a worker thread may run it (NULL: the
+	 * loop does). */
 	uint8_t order;
 	uint8_t scope_args;
 	const char *shape;

@@ -14,6 +14,8 @@
 
 struct listing_entry {
 	char *name;
+	long pos; /* telldir before it: where a READDIR that could not send
+	           * it goes back to */
 	struct stat st;
 	int ok; /* lstat worked: the entry is sent (OpenSSH skips others) */
 };
@@ -24,7 +26,9 @@ struct listing {
 };
 
 /* Read the next names of dirp into l (emptied first): at most
- * max_entries, stopping once their reply would pass about max_bytes.
+ * max_entries, stopping once their reply would pass about max_bytes (an
+ * estimate from the names: owners and groups are not known yet, so the
+ * reply's true bound is kept by listing_fits).
  * 0, or -1 when out of memory.  l->n == 0: the end of the directory. */
 int listing_read(DIR *dirp, struct listing *l, size_t max_entries,
                  size_t max_bytes);
@@ -45,6 +49,12 @@ size_t listing_probe(const struct listing *l);
  * directory whose other names need round trips must not make a batch
  * run one lookup at a time. */
 #define LISTING_SLOW_NS 50000
+/* May the reply keep an entry that took it to reply_len bytes, count
+ * entries being in it before?  The first entry always (a NAME reply holds
+ * one at least), the others while the reply stays within max: long owner
+ * and group names (LDAP, AD) make an entry's size unknown until it is
+ * encoded. */
+int listing_fits(size_t reply_len, size_t max, uint32_t count);
 unsigned listing_helpers(size_t left, int64_t probe_ns, int storage_slow,
                          unsigned idle);
 

@@ -52,6 +52,11 @@ struct wbuf;
 void log_capture(struct wbuf *w);
 void log_replay(struct wbuf *w);
 
+/* strerror(err) for any thread: worker threads log too, and strerror may
+ * share one buffer between threads (glibc: MT-Unsafe).  The text stays
+ * the thread's own until its next call. */
+const char *errno_text(int err);
+
 /* Log at FATAL and exit with status. */
 void fatal_exit(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));

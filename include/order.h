@@ -25,9 +25,16 @@
  *  - any two requests on one handle run in arrival order, and an OPEN or
  *    OPENDIR waits for (and holds up) a request naming a handle that is
  *    not open: the one it will make, if a client guessed its number;
+ *  - a request that reports what a handle's file cannot say alone
+ *    (READDIR lists a directory's files, fstatvfs the file system's free
+ *    space) waits for every WRITE and FSETSTAT before it, of any file, as
+ *    a request on paths does: it must see every change requested before
+ *    it, and which files it reports on is not known without asking;
+ *  - a request that reports free space (statvfs, fstatvfs) waits for
+ *    every CLOSE before it too: closing a removed file frees its space;
  *  - requests that only look (STAT, LSTAT, READLINK, REALPATH, statvfs,
- *    OPEN for reading, OPENDIR, FSTAT, READDIR, CLOSE) run together, and
- *    beside READs;
+ *    OPEN for reading, OPENDIR, FSTAT, READDIR, fstatvfs, CLOSE) run
+ *    together, and beside READs;
  *  - everything else (INIT, copy-data, unknown extensions...) is a
  *    barrier: it waits for everything before it and holds up everything
  *    after it. */
@@ -39,11 +46,13 @@
 
 enum order_class {
 	ORDER_BARRIER = 0,
-	ORDER_IO,           /* READ, WRITE, a check-file step */
-	ORDER_PATH_READ,    /* looks at paths */
-	ORDER_PATH_WRITE,   /* changes what paths name or hold */
-	ORDER_HANDLE_READ,  /* looks at an open handle's file, or closes it */
-	ORDER_HANDLE_WRITE, /* changes it */
+	ORDER_IO,            /* READ, WRITE, a check-file step */
+	ORDER_PATH_READ,     /* looks at paths */
+	ORDER_PATH_WRITE,    /* changes what paths name or hold */
+	ORDER_HANDLE_READ,   /* looks at an open handle's file, or closes it */
+	ORDER_HANDLE_WRITE,  /* changes it */
+	ORDER_HANDLE_SURVEY, /* looks through an open handle at more than its
+	                      * file: READDIR, fstatvfs */
 };
 
 /* What a request names, for the rule. */
@@ -62,6 +71,8 @@ struct order_scope {
 	int in_order;        /* ORDER_IO of a file that is not a regular one
 	                      * (a FIFO, a device, /proc): all its I/O runs
 	                      * in arrival order, as its position moves */
+	int closes;          /* CLOSE: may free a removed file's space */
+	int counts_space;    /* statvfs, fstatvfs: reports free space */
 };
 
 /* May a and b not run at the same time (either came first)? */

@@ -86,6 +86,10 @@ int upload_mkdir_one_call(void);
  * type (st_mode) ignored, because -m or -M forces its mode?  Then *forced
  * is that mode. */
 int upload_mode_forced(mode_t st_mode, mode_t *forced);
+/* Descriptors one handle may hold: 2 where an atomic upload, or a file
+ * --fsync-on-close creates, holds its directory's besides its own. */
+unsigned upload_descriptors_per_handle(void);
+
 /* Is -m or -M set (else upload_mode_forced is 0 for every type)? */
 int upload_modes_forced(void);
 

@@ -12,6 +12,49 @@
 
 #define MS 1000000LL /* ns */
 
+#define MiB (1024 * 1024)
+#define MS 1000000LL
+
+/* Each in-kernel copy step takes about CANCEL_STEP_NS, so that a gone
+ * client is seen within a second whatever the storage. */
+START_TEST(test_steps_sized_by_time)
+{
+	size_t step = MiB, i;
+
+	/* The page cache: 1 MiB in 0.2 ms; up to the most, 4 times a
+	 * step. */
+	step = cancel_step_size(step, step, MS / 5, 64 * 1024, 16 * MiB);
+	ck_assert_uint_eq(step, 4 * MiB);
+	step = cancel_step_size(step, step, MS, 64 * 1024, 16 * MiB);
+	ck_assert_uint_eq(step, 16 * MiB);
+	step = cancel_step_size(step, step, 4 * MS, 64 * 1024, 16 * MiB);
+	ck_assert_uint_eq(step, 16 * MiB);
+	/* Storage of 1 ms per call (FUSE): 16 MiB took 0.9 s.  The next
+	 * takes CANCEL_STEP_NS at that rate, and stays there. */
+	step = cancel_step_size(step, step, 900 * MS, 64 * 1024, 16 * MiB);
+	ck_assert_uint_le(step, 16ULL * MiB * CANCEL_STEP_NS / (900 * MS));
+	ck_assert_uint_gt(step, 16ULL * MiB * CANCEL_STEP_NS / (900 * MS) -
+	                            64 * 1024);
+	ck_assert_uint_eq(step % (64 * 1024), 0);
+	for (i = 0; i < 5; i++)
+		step =
+		    cancel_step_size(step, step, 100 * MS, 64 * 1024, 16 * MiB);
+	ck_assert_uint_le(step, 2 * MiB);
+	ck_assert_uint_ge(step, MiB);
+	ck_assert_uint_eq(step % (64 * 1024), 0);
+	/* Very slow storage: never below the least. */
+	step =
+	    cancel_step_size(step, 64 * 1024, 10000 * MS, 64 * 1024, 16 * MiB);
+	ck_assert_uint_eq(step, 64 * 1024);
+	/* A call that says nothing (nothing moved, no time): asked again. */
+	ck_assert_uint_eq(
+	    cancel_step_size(3 * MiB, 0, 5 * MS, 64 * 1024, 16 * MiB), 3 * MiB);
+	ck_assert_uint_eq(
+	    cancel_step_size(3 * MiB, 3 * MiB, 0, 64 * 1024, 16 * MiB),
+	    3 * MiB);
+}
+END_TEST
+
 START_TEST(test_looks_are_spaced)
 {
 	struct cancel_watch w = {0};
@@ -172,6 +215,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	tcase_add_test(tc, test_steps_sized_by_time);
 	tcase_add_test(tc, test_looks_are_spaced);
 	tcase_add_test(tc, test_present_client_never_stops_work);
 	tcase_add_test(tc, test_gone_client_stops_work_at_once);

@@ -384,6 +384,83 @@ START_TEST(test_extended_io_class)
 }
 END_TEST
 
+/* The scope a request's packet gives it (request_scope). */
+static struct order_scope scope_of(uint8_t type, const void *body, size_t len)
+{
+	struct request *req = make_request(type, body, len);
+	struct order_scope s;
+
+	request_scope(req);
+	s = req->scope;
+	request_free(req);
+	return s;
+}
+
+/* A request that reports state sees every change requested before it:
+ * it waits for a WRITE or an FSETSTAT of any other file (a listing shows
+ * the files' sizes, statvfs the space they take), and the WRITE of a run
+ * still being merged counts as in flight (queue.c).  Reads of other files
+ * and FSTAT of another handle keep running beside them. */
+START_TEST(test_reports_wait_for_changes)
+{
+	static const uint8_t on_handle[] = {0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 2};
+	static const uint8_t on_path[] = {0, 0, 0, 1, 0, 0, 0, 1, 'd'};
+	static const uint8_t statvfs[] = {
+	    0,   0,   0,   1,   0,   0,   0,   19,  's', 't', 'a',
+	    't', 'v', 'f', 's', '@', 'o', 'p', 'e', 'n', 's', 's',
+	    'h', '.', 'c', 'o', 'm', 0,   0,   0,   1,   'd'};
+	static const uint8_t fstatvfs[] = {
+	    0,   0,   0,   1,   0,   0,   0,   20,  'f', 's', 't', 'a',
+	    't', 'v', 'f', 's', '@', 'o', 'p', 'e', 'n', 's', 's', 'h',
+	    '.', 'c', 'o', 'm', 0,   0,   0,   4,   0,   0,   0,   2};
+	struct order_scope reports[6], write, read, fset, fstat, close;
+	size_t i;
+
+	reset_server();
+	reports[0] = scope_of(SSH2_FXP_READDIR, on_handle, sizeof(on_handle));
+	reports[1] = scope_of(SSH2_FXP_EXTENDED, fstatvfs, sizeof(fstatvfs));
+	reports[2] = scope_of(SSH2_FXP_EXTENDED, statvfs, sizeof(statvfs));
+	reports[3] = scope_of(SSH2_FXP_STAT, on_path, sizeof(on_path));
+	reports[4] = scope_of(SSH2_FXP_LSTAT, on_path, sizeof(on_path));
+	reports[5] = scope_of(SSH2_FXP_REALPATH, on_path, sizeof(on_path));
+	fstat = scope_of(SSH2_FXP_FSTAT, on_handle, sizeof(on_handle));
+	memset(&write, 0, sizeof(write));
+	write.cls = ORDER_IO;
+	write.handle = -1;
+	write.has_file = 1;
+	write.dev = 1;
+	write.ino = 99;
+	write.end = 4096;
+	read = write;
+	write.writes = 1;
+	memset(&fset, 0, sizeof(fset));
+	fset.cls = ORDER_HANDLE_WRITE;
+	fset.handle = 5;
+	fset.has_file = 1;
+	fset.dev = 1;
+	fset.ino = 99;
+	for (i = 0; i < sizeof(reports) / sizeof(reports[0]); i++) {
+		ck_assert_msg(order_conflict(&write, &reports[i]),
+		              "report %zu runs beside a WRITE", i);
+		ck_assert_msg(order_conflict(&reports[i], &fset),
+		              "report %zu runs beside an FSETSTAT", i);
+		ck_assert_msg(!order_conflict(&read, &reports[i]),
+		              "report %zu waits for a READ", i);
+	}
+	/* FSTAT reports its own file only: another file's changes do not
+	 * hold it up. */
+	ck_assert(!order_conflict(&write, &fstat));
+	ck_assert(!order_conflict(&fset, &fstat));
+	/* statvfs and fstatvfs wait for a CLOSE (of a removed file, it
+	 * frees space); READDIR and STAT do not. */
+	close = scope_of(SSH2_FXP_CLOSE, on_handle, sizeof(on_handle));
+	ck_assert(order_conflict(&close, &reports[1]));
+	ck_assert(order_conflict(&reports[2], &close));
+	ck_assert(!order_conflict(&close, &reports[0]));
+	ck_assert(!order_conflict(&close, &reports[3]));
+}
+END_TEST
+
 START_TEST(test_name_in_list)
 {
 	char forty[1024], forty_one[1024];
@@ -426,6 +503,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_table_lookups);
+	tcase_add_test(tc, test_reports_wait_for_changes);
 	tcase_add_test(tc, test_name_in_list);
 	tcase_add_test(tc, test_readonly_refuses_writers);
 	tcase_add_test(tc, test_deny_and_allow_lists);

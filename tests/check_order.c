@@ -136,6 +136,55 @@ START_TEST(test_handles_and_io)
 }
 END_TEST
 
+/* READDIR and fstatvfs report on more than their handle's file: like a
+ * request on paths they wait for every WRITE and FSETSTAT, of any file,
+ * and for changes of paths; beside READs of any file and other looks. */
+START_TEST(test_surveys_see_changes)
+{
+	struct order_scope rdd = on_file(ORDER_HANDLE_SURVEY, 3, 9),
+	                   rdd2 = on_file(ORDER_HANDLE_SURVEY, 4, 10),
+	                   wr = io(1, 0, 4096), rd = io(0, 0, 4096),
+	                   fset = on_file(ORDER_HANDLE_WRITE, 5, 8),
+	                   fstat = on_file(ORDER_HANDLE_READ, 6, 8),
+	                   st = scope(ORDER_PATH_READ, -1),
+	                   mk = scope(ORDER_PATH_WRITE, -1),
+	                   same = on_file(ORDER_HANDLE_READ, 3, 9);
+
+	rdd.has_file = rdd2.has_file = 0; /* directory handles */
+	ck_assert(order_conflict(&wr, &rdd));
+	ck_assert(order_conflict(&rdd, &wr));
+	ck_assert(order_conflict(&fset, &rdd));
+	ck_assert(order_conflict(&rdd, &fset));
+	ck_assert(order_conflict(&rdd, &mk));
+	ck_assert(order_conflict(&rdd, &same)); /* one handle: in order */
+	ck_assert(!order_conflict(&rdd, &rd));
+	ck_assert(!order_conflict(&rdd, &rdd2));
+	ck_assert(!order_conflict(&rdd, &fstat));
+	ck_assert(!order_conflict(&rdd, &st));
+}
+END_TEST
+
+/* statvfs and fstatvfs report free space, which closing a removed file
+ * gives back: they wait for every CLOSE before them.  Nothing else waits
+ * for a CLOSE of another handle. */
+START_TEST(test_space_waits_for_closes)
+{
+	struct order_scope svfs = scope(ORDER_PATH_READ, -1),
+	                   fsvfs = on_file(ORDER_HANDLE_SURVEY, 3, 9),
+	                   close = on_file(ORDER_HANDLE_READ, 4, 8),
+	                   st = scope(ORDER_PATH_READ, -1),
+	                   rdd = scope(ORDER_HANDLE_SURVEY, 5);
+
+	svfs.counts_space = fsvfs.counts_space = 1;
+	close.closes = 1;
+	ck_assert(order_conflict(&close, &svfs));
+	ck_assert(order_conflict(&fsvfs, &close));
+	ck_assert(!order_conflict(&close, &st));
+	ck_assert(!order_conflict(&close, &rdd));
+	ck_assert(!order_conflict(&svfs, &fsvfs));
+}
+END_TEST
+
 START_TEST(test_latency_decision)
 {
 	int64_t avg = 0;
@@ -205,6 +254,17 @@ START_TEST(test_listing_probe)
 }
 END_TEST
 
+/* A NAME reply keeps entries while it stays within its bound, whatever
+ * the estimate said; the first entry always goes. */
+START_TEST(test_listing_fits)
+{
+	ck_assert(listing_fits(70000, 65536, 0));
+	ck_assert(listing_fits(65536, 65536, 548));
+	ck_assert(!listing_fits(65537, 65536, 548));
+	ck_assert(!listing_fits(71353, 65536, 1));
+}
+END_TEST
+
 START_TEST(test_route)
 {
 	int off, ring;
@@ -263,8 +323,11 @@ int main(void)
 	tcase_add_test(tc, test_looks_run_together);
 	tcase_add_test(tc, test_path_changes_run_alone);
 	tcase_add_test(tc, test_handles_and_io);
+	tcase_add_test(tc, test_surveys_see_changes);
+	tcase_add_test(tc, test_space_waits_for_closes);
 	tcase_add_test(tc, test_latency_decision);
 	tcase_add_test(tc, test_listing_helpers);
+	tcase_add_test(tc, test_listing_fits);
 	tcase_add_test(tc, test_route);
 	tcase_add_test(tc, test_ring_answer);
 	tcase_add_test(tc, test_listing_probe);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
-/* Unit tests of the errno table, the status texts and sftp_realpath. */
+/* Unit tests of the errno table, the status texts, errno_text and
+ * sftp_realpath. */
 #include "config.h"
 
 #include <check.h>
@@ -8,12 +9,14 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "realpath.h"
 #include "sftp.h"
 #include "status.h"
@@ -58,6 +61,30 @@ START_TEST(test_errno_table)
 		ck_assert_msg(errno_to_status(table[i].err) == table[i].status,
 		              "errno %d gave %u, want %u", table[i].err,
 		              errno_to_status(table[i].err), table[i].status);
+}
+END_TEST
+
+static void *text_of_unknown(void *arg)
+{
+	return (void *)errno_text(*(int *)arg);
+}
+
+/* errno_text is strerror's text, and each thread's text its own: a worker
+ * logging one error does not change another's line. */
+START_TEST(test_errno_text)
+{
+	int other = 88888;
+	const char *mine;
+	void *theirs;
+	pthread_t t;
+
+	ck_assert_str_eq(errno_text(ENOENT), "No such file or directory");
+	ck_assert_str_eq(errno_text(EACCES), "Permission denied");
+	mine = errno_text(99999);
+	ck_assert_int_eq(pthread_create(&t, NULL, text_of_unknown, &other), 0);
+	ck_assert_int_eq(pthread_join(t, &theirs), 0);
+	ck_assert_str_eq(mine, "Unknown error 99999");
+	ck_assert_ptr_ne(mine, theirs);
 }
 END_TEST
 
@@ -346,6 +373,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(status, test_errno_table);
+	tcase_add_test(status, test_errno_text);
 	tcase_add_test(status, test_status_messages);
 	suite_add_tcase(s, status);
 

@@ -12,6 +12,8 @@ if is_openssh_server; then
 	skip_all "OpenSSH's sftp-server has no --confine"
 fi
 make_workdir confine
+# The planted-link attacks (tests/kernelrules.py) set these at 0 and 1.
+save_sysctls fs.protected_symlinks fs.protected_regular fs.protected_fifos
 # The server's user (nobody when we are root) must reach the trees.
 chmod 755 "$WORK"
 # The helpers are built next to the server (tests/ of the build tree).

@@ -156,7 +156,8 @@ def mask_modes(lines):
 ATOMIC_NOT_CLOSED = "an upload never closed is discarded: the file is not " \
     "there after the session"
 VARIANTS = {
-    # fsync is invisible: everything identical
+    # fsync is invisible but for the handles limits@openssh.com
+    # advertises (halves_handles)
     "fsync": (["--fsync-on-close"], None, {}),
     "atomic": (["--atomic-uploads"], None, {
         "write": ({"replies", "tree", "log"},
@@ -178,6 +179,23 @@ VARIANTS = {
     "modes": (["-m", "0640", "-M", "2750"], mask_modes, {}),
 }
 VARIANT = None
+HALF_HANDLES = "an upload holds two descriptors (its file and its " \
+    "directory): limits@openssh.com advertises half as many handles"
+
+
+def halves_handles(name):
+    """Scenario name asks limits@openssh.com: under --fsync-on-close and
+    --atomic-uploads its max-open-handles differs (doc/uploads.md)."""
+    for v in ("fsync", "atomic"):
+        aspects, why = VARIANTS[v][2].get(name, (set(), None))
+        VARIANTS[v][2][name] = (aspects | {"replies"},
+                                why + "; " + HALF_HANDLES if why
+                                else HALF_HANDLES)
+
+
+for _name in ("limits_users_groups", "unknown_extensions", "many_handles",
+              "nofile_64"):
+    halves_handles(_name)
 
 
 def documented(scn_name, aspect):
@@ -1698,6 +1716,35 @@ def sc_pipelined(s):
 
 
 @scenario()
+def sc_pipelined_listing(s):
+    """WRITE then READDIR of its directory, sent at once: each listing
+    shows the size the WRITEs before it made (a run of merged WRITEs
+    included), as does one after an FSETSTAT or a SETSTAT.  Each READDIR
+    has a directory handle of its own, opened before, so that each lists
+    the whole directory."""
+    s.mkdir("wd")
+    h = s.h(s.open("wd/f", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
+    g = s.h(s.open("wd/g", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
+    dirs = [s.h(s.opendir("wd")) for _ in range(14)]
+    items = []
+    for i in range(6):
+        items += [("write", h, i * 4096, rnd(20 + i, 4096)),
+                  ("readdir", dirs[i])]
+    for i in range(4):
+        items += [("fsetstat", g, {"size": 1000 * (i + 1)}),
+                  ("readdir", dirs[6 + i])]
+    for i in range(4):
+        items += [("write", h, 24576 + i * 100, b"t" * 100),
+                  ("setstat", "wd/g", {"size": 100 * i}),
+                  ("readdir", dirs[10 + i])]
+    s.batch(items, "write-then-list")
+    for d in dirs:
+        s.close_handle(d)
+    s.close_handle(h)
+    s.close_handle(g)
+
+
+@scenario()
 def sc_write_burst_read(s):
     """A burst of WRITEs then a READ of the same handle, sent at once,
     repeated: every reply must come without more input."""
@@ -1833,6 +1880,8 @@ def write_requests_opt(name, args):
             {"tree", "replies"} if listing else {"tree"},
             ATOMIC_NOT_CLOSED + (" (nor the directory's mtime changed, "
                                  "seen in a listing)" if listing else ""))
+    if runs("limits"):
+        halves_handles(name)
 
 
 def sc_write_requests(s):

@@ -32,5 +32,17 @@ else
 		"and loop mounts"
 fi
 
-run_passes extensions.py ${xfs[@]+"${xfs[@]}"}
+# Cancellation on slow storage: a FUSE passthrough that takes 1 ms a
+# call (lib.sh's cleanup unmounts it).
+slow=()
+if [ "$(id -u)" != 0 ] || [ ! -x "${FUSEPASS:-}" ]; then
+	echo "SKIP: cancellation on slow storage: needs root and tests/fusepass"
+elif mkdir -p "$WORK/slow-src" "$WORK/slow" &&
+	"$FUSEPASS" -o delay_ms=1 "$WORK/slow-src" "$WORK/slow"; then
+	slow=(--slow "$WORK/slow")
+else
+	echo "SKIP: cancellation on slow storage: $FUSEPASS would not mount"
+fi
+
+run_passes extensions.py ${xfs[@]+"${xfs[@]}"} ${slow[@]+"${slow[@]}"}
 finish

@@ -125,8 +125,23 @@ umount_below() {
 	done
 }
 
+# save_sysctls NAME...: the sysctls a test changes (fs.protected_symlinks,
+# ...), restored at exit whatever happens (they are the whole VM's).
+SAVED_SYSCTLS=()
+save_sysctls() {
+	local name value
+	[ "$(id -u)" = 0 ] || return 0
+	for name in "$@"; do
+		value=$(sysctl -n "$name" 2>/dev/null) || continue
+		SAVED_SYSCTLS+=("$name=$value")
+	done
+}
+
 cleanup() {
-	local pid
+	local pid saved
+	for saved in ${SAVED_SYSCTLS[@]+"${SAVED_SYSCTLS[@]}"}; do
+		sysctl -q -w "$saved" >/dev/null 2>&1 || true
+	done
 	for pid in ${CLEANUP_PIDS[@]+"${CLEANUP_PIDS[@]}"}; do
 		if kill -0 "$pid" 2>/dev/null; then
 			kill "$pid" 2>/dev/null || true

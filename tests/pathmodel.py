@@ -22,7 +22,12 @@ posix-rename@openssh.com, hardlink@openssh.com, REMOVE, STAT, LSTAT,
 SETSTAT (size, permissions), SYMLINK (relative targets without "..", so
 that a link renamed anywhere stays inside the tree; some dangling, some to
 directories so that later paths go through them), READLINK and REALPATH
-(some with "..").  A request that needs a handle
+(some with ".."), statvfs@openssh.com and fstatvfs@openssh.com.  Now
+and then a change is followed at once by a request that reports state (a
+WRITE, two WRITEs that follow on from each other, which our server merges
+into one run, an FSETSTAT or a SETSTAT, then a READDIR of a directory
+handle not listed yet, a statvfs or an fstatvfs): that request must see
+the change, as it does when run one at a time.  A request that needs a handle
 uses one from an earlier window (its value is only known from the reply);
 handles stay open across windows, so within a window handle requests mix
 with path requests on the same files and directories.  Now and then a
@@ -41,6 +46,12 @@ size, owner, link count, file contents and link target.  At the end each
 server must exit 0 at stdin EOF with nothing unread, and nothing may have
 appeared beside the trees.  Each server must also never hand out a handle
 value that is still open (in request order).
+
+With --own-fs (needs root) each tree is a tmpfs of its own, so that
+statvfs and fstatvfs replies are compared whole but for the file system
+id: the free blocks and inodes count what the requests before did.
+Without it (the trees share a file system with the rest of the machine)
+their free counts are left out of the comparison.
 
 Normalized, because it may legitimately differ, and nothing else:
   * handle values: a handle is known by the request that opened it, so
@@ -88,7 +99,8 @@ requests concurrently must keep in order too.
 
 Usage: pathmodel.py --server PATH [--server-args "ARGS"] [--label NAME]
                     [--workdir DIR] [--seed-base N] [--seeds N | --seed S]
-                    [--ops N] [--ref PATH] [--selftest MODE] [--keep] [-v]
+                    [--ops N] [--ref PATH] [--own-fs] [--selftest MODE]
+                    [--keep] [-v]
 Exit: 0 all passed, 1 a failure, 77 cannot run.  Last line of the output:
 "N passed, N failed".
 """
@@ -99,6 +111,8 @@ import random
 import shlex
 import shutil
 import stat
+import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -112,7 +126,7 @@ from sftpclient import (  # noqa: E402
     FXP_SETSTAT, FXP_FSETSTAT, FXP_OPENDIR, FXP_READDIR, FXP_REMOVE,
     FXP_MKDIR, FXP_RMDIR, FXP_REALPATH, FXP_STAT, FXP_RENAME, FXP_READLINK,
     FXP_SYMLINK, FXP_EXTENDED, FXP_STATUS, FXP_HANDLE, FXP_DATA, FXP_NAME,
-    FXP_ATTRS, FX_OK, FX_EOF, FX_FAILURE,
+    FXP_ATTRS, FXP_EXTENDED_REPLY, FX_OK, FX_EOF, FX_FAILURE,
     u32, u64, string, packet, encode_attrs)
 
 NAMES = "abcd"
@@ -201,7 +215,7 @@ class Op:
                                              len(self.data))
         elif k == "READ":
             s = "READ h%d off=%d len=%d" % (self.hid, self.off, self.length)
-        elif k in ("CLOSE", "FSTAT", "READDIR", "FSYNC"):
+        elif k in ("CLOSE", "FSTAT", "READDIR", "FSYNC", "FSTATVFS"):
             s = "%s h%d" % (k, self.hid)
         elif k == "FSETSTAT":
             s = "FSETSTAT h%d %s" % (self.hid, fmt_attrs(self.attrs))
@@ -242,6 +256,11 @@ class Op:
             return FXP_READDIR, h
         if k == "FSYNC":
             return FXP_EXTENDED, string("fsync@openssh.com") + h
+        if k == "FSTATVFS":
+            return FXP_EXTENDED, string("fstatvfs@openssh.com") + h
+        if k == "STATVFS":
+            return FXP_EXTENDED, string("statvfs@openssh.com") + \
+                string(self.path)
         if k == "MKDIR":
             return FXP_MKDIR, string(self.path) + encode_attrs(self.attrs)
         if k == "SETSTAT":
@@ -316,7 +335,7 @@ def link_target(link, dest):
 
 
 def make_tree(root, spec):
-    os.mkdir(root)
+    os.makedirs(root, exist_ok=True)    # a tmpfs may be mounted there
     for p, kind, content in spec:
         full = os.path.join(root, p)
         if kind == "d":
@@ -408,6 +427,7 @@ class Side:
         self.dir_paths = {}   # hid -> path given to OPENDIR
         self.dirs = {}        # hid -> (dev, ino) it named then
         self.moved = set()    # positions in the last window
+        self.own_fs = False   # its tree is a file system of its own
 
     def run_window(self, ops, first_id, pipelined, swap=None):
         """Send ops; return the replies in request order.  swap: a list of
@@ -499,7 +519,22 @@ class Side:
                                    ln.replace(self.real_root, b"<ROOT>"),
                                    self.attrs(a))
                                   for n, ln, a in rep.names))
+        if t == FXP_EXTENDED_REPLY and op.kind in ("STATVFS", "FSTATVFS"):
+            return ("STATVFS",) + self.statvfs(op, rep.data)
         return ("TYPE%d" % t, rep.raw[5:])
+
+    def statvfs(self, op, data):
+        """bsize, frsize, blocks, bfree, bavail, files, ffree, favail,
+        fsid, flag, namemax: the id is the file system's own; the free
+        counts only say what the requests did on a tree of its own (big
+        is elsewhere)."""
+        if len(data) != 88:
+            return ("LENGTH", data)
+        v = list(struct.unpack(">11Q", data))
+        v[8] = "FSID"
+        if not self.own_fs or op.big or op.path == BIG:
+            v[3:5] = v[6:8] = ["FREE", "FREE"]
+        return tuple(v)
 
     def account(self, op, rep):
         """The rules one run keeps on its own: no handle value handed out
@@ -641,7 +676,8 @@ class Seed:
             ("FSETSTAT", 3), ("FSYNC", 1), ("READDIR", 7), ("RENAME", 5),
             ("POSIX_RENAME", 4), ("HARDLINK", 1), ("REMOVE", 6),
             ("STAT", 6), ("LSTAT", 4), ("SETSTAT", 4), ("SYMLINK", 5),
-            ("READLINK", 3), ("REALPATH", 3))
+            ("READLINK", 3), ("REALPATH", 3), ("STATVFS", 2),
+            ("FSTATVFS", 2), ("CHANGE_THEN_LOOK", 5))
         kinds = [k for k, _ in weights]
         wts = [w for _, w in weights]
         while len(ops) < size:
@@ -649,9 +685,20 @@ class Seed:
             files = [h for h in live if self.hstate[h]["kind"] == "file"]
             dirs = [h for h in live if self.hstate[h]["kind"] == "dir"]
             op = None
+            if k == "CHANGE_THEN_LOOK":
+                pair = self.gen_change_then_look(shadow, files, dirs, live)
+                if pair is None:
+                    continue
+                ops.extend(pair)
+                for op in pair:
+                    if op.hid is not None and not op.big:
+                        hot.append(self.hstate[op.hid]["path"])
+                    self.shadow_apply(shadow, op)
+                continue
             if k in ("WRITE", "READ", "FSTAT", "FSETSTAT", "FSYNC", "CLOSE",
-                     "READDIR"):
-                pool = {"READDIR": dirs, "CLOSE": live}.get(k, files)
+                     "READDIR", "FSTATVFS"):
+                pool = {"READDIR": dirs, "CLOSE": live,
+                        "FSTATVFS": live}.get(k, files)
                 # mostly handles opened for what the request does
                 need = {"READ": FXF_READ, "WRITE": FXF_WRITE}.get(k)
                 fit = [h for h in pool
@@ -686,6 +733,8 @@ class Seed:
                 elif k == "CLOSE" and hid in live:
                     live.remove(hid)
                     closed_at[hid] = len(ops)
+                elif k == "READDIR":
+                    hs["listed"] = True
                 if not hs["big"]:
                     hot.append(hs["path"])
             elif k in ("OPEN", "OPENDIR"):
@@ -729,6 +778,9 @@ class Seed:
                 dst = self.pick_path(shadow, "new" if rng.random() < 0.6
                                      else "any", hot)
                 op = Op(k, path=src, path2=dst)
+            elif k == "STATVFS":
+                op = Op(k, path=rng.choice(
+                    (".", self.pick_path(shadow, "any", hot))))
             elif k in ("STAT", "LSTAT", "READLINK", "REALPATH"):
                 want = {"READLINK": "l"}.get(k, "any")
                 path = self.pick_path(shadow, want, hot)
@@ -757,6 +809,45 @@ class Seed:
                     hot.append(p)
             self.shadow_apply(shadow, op)
         return ops
+
+    def gen_change_then_look(self, shadow, files, dirs, live):
+        """A change, then at once a request that reports state and must
+        see it: READDIR of a directory handle not listed yet (so that it
+        lists every entry), statvfs or fstatvfs."""
+        rng = self.rng
+        writable = [h for h in files if self.hstate[h]["pflags"] & FXF_WRITE]
+        r = rng.random()
+        if r < 0.55 and writable:
+            hid = rng.choice(writable)
+            off = rng.choice((0, rng.randint(0, 48)))
+            data = rng.randbytes(rng.randint(1, 24))
+            change = [Op("WRITE", hid=hid, off=off, data=data)]
+            if rng.random() < 0.5:
+                # follows on: the two make one merged run
+                change.append(Op("WRITE", hid=hid, off=off + len(data),
+                                 data=rng.randbytes(rng.randint(1, 24))))
+        elif r < 0.8 and files:
+            change = [Op("FSETSTAT", hid=rng.choice(files),
+                         attrs=self.gen_attrs())]
+        else:
+            change = [Op("SETSTAT", path=self.pick_path(shadow, "f", []),
+                         attrs=self.gen_attrs())]
+        fresh = [h for h in dirs if not self.hstate[h].get("listed")]
+        r = rng.random()
+        if r < 0.6 and fresh:
+            # a directory handle on the changed file's directory if any
+            near = [h for h in fresh if change[0].hid is not None and
+                    self.hstate[h]["path"] == (parent(self.hstate[
+                        change[0].hid]["path"]) or ".")]
+            hid = rng.choice(near or fresh)
+            self.hstate[hid]["listed"] = True
+            look = Op("READDIR", hid=hid, big=self.hstate[hid]["big"])
+        elif r < 0.8 and live:
+            hid = rng.choice(live)
+            look = Op("FSTATVFS", hid=hid, big=self.hstate[hid]["big"])
+        else:
+            look = Op("STATVFS", path=".")
+        return change + [look]
 
     def names_of(self, op):
         """What a conflict rule by names alone sees of op (--selftest
@@ -864,21 +955,42 @@ class Seed:
         os.mkdir(base)
         make_big(a.workdir)
         spec = tree_spec(rng)
-        argv = [a.server] + shlex.split(a.server_args)
         roots = {"seq": os.path.join(base, "seq"),
                  "pipe": os.path.join(base, "pipe")}
         if a.ref:
             roots["ref"] = os.path.join(base, "ref")
-        for r in roots.values():
-            make_tree(r, spec)
+        mounted = []
+        try:
+            for r in roots.values():
+                if a.own_fs:
+                    os.mkdir(r)
+                    subprocess.run(["mount", "-t", "tmpfs", "-o",
+                                    "size=16m,nr_inodes=2000,mode=0755",
+                                    "pathmodel", r], check=True)
+                    mounted.append(r)
+                make_tree(r, spec)
+            self.run_trees(base, roots)
+        finally:
+            for r in mounted:
+                if subprocess.run(["umount", r]).returncode != 0:
+                    subprocess.run(["umount", "-l", r])
+        if not a.keep:
+            remove_tree(base)
+
+    def run_trees(self, base, roots):
+        a = self.args
+        argv = [a.server] + shlex.split(a.server_args)
         sp = self.seed % 4 == 3
         sides = {}
         try:
             sides["seq"] = Side("one-at-a-time", argv, roots["seq"], sp)
             sides["pipe"] = Side("pipelined", argv, roots["pipe"], sp)
+            for s in sides.values():
+                s.own_fs = a.own_fs
             if a.ref:
                 sides["ref"] = Side("reference", [a.ref], roots["ref"], sp)
                 sides["ref"].track_dirs = True
+                sides["ref"].own_fs = a.own_fs
             for s in sides.values():
                 s.client.init()
             self.loop(sides, roots)
@@ -897,8 +1009,6 @@ class Seed:
         if stray:
             raise Mismatch("seed=%d: something was made outside the trees:"
                            " %s" % (self.seed, sorted(stray)))
-        if not a.keep:
-            remove_tree(base)
 
     def loop(self, sides, roots):
         a = self.args
@@ -1049,6 +1159,9 @@ def main():
                     help="requests per seed, not counting the final CLOSEs "
                     "(default 300)")
     ap.add_argument("--ref", help="a second oracle, run one at a time")
+    ap.add_argument("--own-fs", action="store_true",
+                    help="each tree a tmpfs of its own (needs root): "
+                    "statvfs free counts compared")
     ap.add_argument("--selftest", choices=("reply", "reorder", "lexical"))
     ap.add_argument("--keep", action="store_true",
                     help="keep each seed's trees")

@@ -1,9 +1,11 @@
 #!/bin/bash
 # Path-level model test (issue 21): seeded random windows of MKDIR, RMDIR,
 # OPEN, WRITE, READ, CLOSE, RENAME, posix-rename, hardlink, REMOVE, STAT,
-# LSTAT, FSTAT, SETSTAT, FSETSTAT, OPENDIR/READDIR, SYMLINK, READLINK and
-# REALPATH over a small tree, sent pipelined to one server and one at a
-# time to another instance of the same server in a copy of the tree; every
+# LSTAT, FSTAT, SETSTAT, FSETSTAT, OPENDIR/READDIR, SYMLINK, READLINK,
+# REALPATH, statvfs and fstatvfs over a small tree (listings and statvfs
+# right after WRITEs, merged WRITE runs, FSETSTAT and SETSTAT among them),
+# sent pipelined to one server and one at a time to another instance of
+# the same server in a copy of the tree; every
 # reply and, after each window, the whole tree must agree
 # (tests/pathmodel.py says what is compared and what is normalized).
 # OpenSSH's sftp-server runs the same requests one at a time as a second
@@ -42,6 +44,15 @@ else
 	ref_args=(--ref "$REF")
 fi
 
+# As root each tree is a tmpfs of its own: statvfs and fstatvfs replies
+# are then compared with their free counts (what earlier requests used).
+own_fs=()
+if [ "$(id -u)" = 0 ]; then
+	own_fs=(--own-fs)
+else
+	note "not root: statvfs free counts are not compared"
+fi
+
 selftest_args=
 selftest_ok=0
 for i in "${!PASS_NAMES[@]}"; do
@@ -63,7 +74,8 @@ for i in "${!PASS_NAMES[@]}"; do
 		--server-args="$args" --label="$name" --workdir="$WORK" \
 		--seeds="${MODEL_SEEDS:-30}" \
 		--seed-base="${MODEL_SEED_BASE:-1}" \
-		--ops="${PATHMODEL_OPS:-300}" ${ref_args[@]+"${ref_args[@]}"}
+		--ops="${PATHMODEL_OPS:-300}" ${ref_args[@]+"${ref_args[@]}"} \
+		${own_fs[@]+"${own_fs[@]}"}
 done
 
 # The same on slow storage: the trees on a FUSE passthrough that adds

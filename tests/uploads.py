@@ -19,6 +19,7 @@ import os
 import pwd
 import random
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -34,6 +35,7 @@ import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXF_APPEND, FXF_CREAT, FXF_TRUNC, FXF_EXCL, FX_OK,
     FX_FAILURE, FX_NO_SUCH_FILE, FX_PERMISSION_DENIED, FXP_HANDLE)
+import kernelrules  # noqa: E402
 import tally  # noqa: E402
 from tally import say  # noqa: E402
 
@@ -734,11 +736,146 @@ def raw_checks():
         OPTS.workdir, "fs")
     for fn in (check_excl_and_races, check_permissions, check_confined,
                check_sim, check_readonly, check_xferlog, check_modes,
-               check_fsync, check_copy_file):
+               check_fsync, check_copy_file, check_kernel_rules,
+               check_mount_point, check_long_path, check_long_link_target,
+               check_handle_limit):
         try:
             fn(base)
         except Exception:
             say(False, "%s ran" % fn.__name__, traceback.format_exc())
+
+
+# ------------------------------------------------------------ OpenSSH's answers
+
+def ours_and_openssh(args=("--atomic-uploads",)):
+    """The command lines of our server (with args) and OpenSSH's."""
+    return [[OPTS.server] + shlex.split(OPTS.server_args) +
+            ["-e", "-l", "ERROR"] + list(args), [kernelrules.OPENSSH]]
+
+
+def run_one(argv, d, fn, pre=None):
+    """fn(client) with the server argv in d."""
+    c = sc.Client(argv, cwd=d, timeout=20, preexec_fn=pre)
+    try:
+        c.init()
+        got = fn(c)
+        finish(c)
+    finally:
+        c.close()
+    return got
+
+
+def check_kernel_rules(base):
+    why = kernelrules.available()
+    if why:
+        return skip("planted-link attacks: %s" % why)
+    for ok, what in kernelrules.attacks(OPTS.server, OPTS.server_args,
+                                        os.path.join(OPTS.workdir, "rules"),
+                                        "atomic"):
+        say(ok, what)
+
+
+def put(c, name, data):
+    """OPEN (CREATE|TRUNCATE), WRITE, CLOSE: the statuses."""
+    rep = c.open(name, WCT)
+    if rep.type != FXP_HANDLE:
+        return [status(rep)]
+    return ["handle", c.write(rep.handle, 0, data).code,
+            c.close_handle(rep.handle).code]
+
+
+def check_mount_point(base):
+    if not IS_ROOT or not os.access(kernelrules.OPENSSH, os.X_OK):
+        return skip("a bind-mounted target: needs root and OpenSSH's "
+                    "sftp-server")
+    d = fresh(OPTS.workdir, "mountpoint")
+    src = os.path.join(OPTS.workdir, "mountpoint.src")
+    hosts = os.path.join(d, "hosts")
+    got = []
+    for argv in ours_and_openssh():
+        write(src, b"127.0.0.1 localhost\n")
+        write(hosts, b"under the mount\n")
+        subprocess.run(["mount", "--bind", src, hosts], check=True)
+        try:
+            got.append((run_one(argv, d,
+                                lambda c: put(c, "hosts", b"uploaded\n")),
+                        read(src), listing(d)))
+        finally:
+            subprocess.run(["umount", hosts], check=True)
+    say(got[0] == got[1] and got[0][0] == ["handle", FX_OK, FX_OK] and
+        got[0][1] == b"uploaded\n" and got[0][2] == ["hosts"],
+        "a bind-mounted target (as containers mount /etc/hosts): written "
+        "in place as OpenSSH's server writes it, nothing left beside it",
+        got)
+
+
+def check_long_path(base):
+    if not os.access(kernelrules.OPENSSH, os.X_OK):
+        return skip("a path longer than PATH_MAX: no OpenSSH sftp-server")
+    d = fresh(base, "longpath")
+    # 4106 bytes: cut at PATH_MAX it would name "abcdefghijklmno"
+    name = "./" * 2040 + "abcdefghijklmnopqrstuvwxyz"
+    ours, theirs = [run_one(argv, d, lambda c: put(c, name, b"data"))
+                    for argv in ours_and_openssh()]
+    say(ours == theirs and ours != ["handle", FX_OK, FX_OK] and
+        listing(d) == [],
+        "a path longer than PATH_MAX: OpenSSH's answer, nothing created",
+        (ours, theirs, listing(d)))
+
+
+def check_long_link_target(base):
+    d = fresh(base, "longlink")
+    t = os.path.join(d, "target")
+    write(t, b"old")
+    # 13 directories of 250-byte names, and a link there whose target
+    # (885 bytes: short enough for a 1 KiB-block ext4) pasted after them
+    # is longer than PATH_MAX; the kernel follows it all the same.
+    deep = "/".join(["x" * 250] * 13)
+    os.makedirs(os.path.join(d, deep))
+    os.symlink("../" * 13 + "./" * 420 + "target",
+               os.path.join(d, deep, "link"))
+    c = serve(["--atomic-uploads"], d)
+    rep = c.open(deep + "/link", WCT)
+    during = read(t)
+    if rep.type == FXP_HANDLE:
+        c.write(rep.handle, 0, b"new")
+        got = [c.close_handle(rep.handle).code]
+    else:
+        got = [status(rep)]
+    finish(c)
+    say(during == b"old" and got == [FX_OK] and read(t) == b"new" and
+        os.path.islink(os.path.join(d, deep, "link")),
+        "a link whose target is long: followed by the kernel, an atomic "
+        "upload all the same (the target whole until CLOSE)",
+        (during, got, read(t)))
+
+
+def nofile(n):
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
+def check_handle_limit(base):
+    d = fresh(base, "limit")
+    for i in range(80):
+        write(os.path.join(d, "f%02d" % i), b"old")
+
+    def fill(c):
+        advertised = sc.parse_limits(c.limits().data)["max_handles"]
+        return advertised, [status(c.open("f%02d" % i, WCT))
+                            for i in range(80)]
+    advertised, got = run_one(ours_and_openssh()[0], d, fill, nofile(64))
+    opened = got.count("type %d" % FXP_HANDLE)
+    say(0 < advertised <= opened and
+        got[:advertised] == ["type %d" % FXP_HANDLE] * advertised,
+        "RLIMIT_NOFILE 64: limits@openssh.com advertises %d atomic "
+        "uploads, and that many open (%d did)" % (advertised, opened))
+    say(set(got[opened:]) == {FX_FAILURE},
+        "past the limit: FAILURE at OPEN, as OpenSSH's server answers",
+        got[opened:opened + 3])
+    say(all(read(os.path.join(d, "f%02d" % i)) == b"old"
+            for i in range(80)),
+        "no target truncated: neither the uploads left open nor those "
+        "refused were written in place")
 
 
 # ------------------------------------------------------------ clients

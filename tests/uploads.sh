@@ -19,6 +19,8 @@ if is_openssh_server; then
 	skip_all "OpenSSH's sftp-server has none of these options"
 fi
 make_workdir uploads
+# The planted-link attacks (tests/kernelrules.py) set these at 0 and 1.
+save_sysctls fs.protected_symlinks fs.protected_regular fs.protected_fifos
 # The server runs as nobody in some checks: it must reach the trees.
 chmod 755 "$WORK"
 setup_passes
