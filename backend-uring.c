@@ -23,17 +23,32 @@ static unsigned hints; /* of those, read-ahead hints */
 /* Writes done at submit time, waiting to be reaped. */
 static struct io_done_list written;
 
-/* The metadata calls (backend.h) and their io_uring operations: statx,
- * openat and close came in 5.6, renameat and unlinkat in 5.11, mkdirat,
- * symlinkat and linkat in 5.15.  Which ones this kernel has (the probe's
- * answer at start): the others go to the workers (io.c), not logged. */
-static const int meta_uring_op[IO_OPCODES] = {
-    [IO_STATX] = IORING_OP_STATX,     [IO_UNLINKAT] = IORING_OP_UNLINKAT,
-    [IO_MKDIRAT] = IORING_OP_MKDIRAT, [IO_SYMLINKAT] = IORING_OP_SYMLINKAT,
-    [IO_LINKAT] = IORING_OP_LINKAT,   [IO_RENAMEAT] = IORING_OP_RENAMEAT,
-    [IO_CLOSE] = IORING_OP_CLOSE,
+/* The io_uring operations the back end uses, each for one of our
+ * opcodes (backend.h).  READ, FSYNC and FADVISE (5.6) it needs to start
+ * at all; the metadata calls' (statx, openat and close came in 5.6,
+ * renameat and unlinkat in 5.11, mkdirat, symlinkat and linkat in 5.15)
+ * it uses where the kernel has them, and the others go to the workers
+ * (io.c), not logged.  Writes and copy_file_range never reach the ring
+ * (uring_submit does them inline). */
+const struct uring_op_used uring_ops_used[URING_OPS_USED] = {
+    {IORING_OP_READ, IO_READ, "READ"},
+    {IORING_OP_FSYNC, IO_FSYNC, "FSYNC"},
+    {IORING_OP_FADVISE, IO_READAHEAD, "FADVISE"},
+    {IORING_OP_STATX, IO_STATX, "STATX"},
+    {IORING_OP_UNLINKAT, IO_UNLINKAT, "UNLINKAT"},
+    {IORING_OP_MKDIRAT, IO_MKDIRAT, "MKDIRAT"},
+    {IORING_OP_SYMLINKAT, IO_SYMLINKAT, "SYMLINKAT"},
+    {IORING_OP_LINKAT, IO_LINKAT, "LINKAT"},
+    {IORING_OP_RENAMEAT, IO_RENAMEAT, "RENAMEAT"},
+    {IORING_OP_CLOSE, IO_CLOSE, "CLOSE"},
 };
+static struct uring_probe probed;
 static unsigned char meta_has[IO_OPCODES];
+
+const struct uring_probe *uring_probed(void)
+{
+	return &probed;
+}
 
 /* The probe's answer, less what a test's older kernel lacked
  * (testkernel.h). */
@@ -42,19 +57,14 @@ static int has_op(const struct io_uring_probe *probe, int op)
 	return io_uring_opcode_supported(probe, op) && testkernel_uring_op(op);
 }
 
-/* Every opcode the ring runs must be there (kernels before 5.6 lack
- * IORING_OP_READ and FADVISE); writes and copy_file_range never reach the
- * ring (uring_submit does them inline).  A missing one is logged at
- * VERBOSE, once: the back end starts once. */
+/* Which of the operations this kernel has, into probed.  Every one the
+ * ring runs must be there (kernels before 5.6 lack IORING_OP_READ and
+ * FADVISE); a missing one is logged at VERBOSE, once: the back end starts
+ * once. */
 static int probe_opcodes(void)
 {
-	static const struct {
-		int op;
-		const char *name;
-	} needed[] = {{IORING_OP_READ, "READ"},
-	              {IORING_OP_FSYNC, "FSYNC"},
-	              {IORING_OP_FADVISE, "FADVISE"}};
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&ring);
+	const struct uring_op_used *u;
 	size_t i;
 	int rc = 0;
 
@@ -63,14 +73,17 @@ static int probe_opcodes(void)
 		verbose("io_uring cannot list its operations");
 		return -ENOSYS;
 	}
-	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-		if (!has_op(probe, needed[i].op)) {
-			verbose("io_uring has no IORING_OP_%s", needed[i].name);
+	probed.listed = 1;
+	for (i = 0; i < URING_OPS_USED; i++) {
+		u = &uring_ops_used[i];
+		probed.has[i] = (unsigned char)has_op(probe, u->ring_op);
+		if (io_is_meta(u->io_op))
+			meta_has[u->io_op] = probed.has[i];
+		else if (!probed.has[i]) {
+			verbose("io_uring has no IORING_OP_%s", u->name);
 			rc = -ENOSYS;
 		}
-	for (i = 0; i < IO_OPCODES; i++)
-		meta_has[i] =
-		    io_is_meta((int)i) && has_op(probe, meta_uring_op[i]);
+	}
 	io_uring_free_probe(probe);
 	return rc;
 }
@@ -81,7 +94,9 @@ static int uring_init(unsigned depth)
 
 	max_depth = depth ? depth : 1;
 	hints = 0;
+	memset(&probed, 0, sizeof(probed));
 	rc = io_uring_queue_init(max_depth + BACKEND_HINT_SLOTS, &ring, 0);
+	probed.setup = rc < 0 ? rc : 0;
 	if (rc < 0)
 		return rc;
 	if ((rc = probe_opcodes()) < 0) {

@@ -683,35 +683,40 @@ struct dir_component {
 	mode_t mode;
 };
 
-static void __attribute__((noreturn, format(printf, 1, 2)))
-refuse_dir(const char *fmt, ...)
+/* Why DIR is refused, into why (at most why_size bytes); -1. */
+static int __attribute__((format(printf, 4, 5)))
+dir_refused(int fd, char *why, size_t why_size, const char *fmt, ...)
 {
-	char why[PATH_MAX * 2 + 256];
 	va_list ap;
 
+	if (fd >= 0)
+		close(fd);
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	vsnprintf(why, why_size, fmt, ap);
 	va_end(ap);
-	fatal_exit(CONFINE_EXIT, "--confine: %s; refusing to run unconfined",
-	           why);
+	return -1;
 }
 
-/* Open the absolute path dir as DIR (see above), or exit.  Sets root and
- * root_len; returns an O_PATH descriptor of it. */
-static int open_dir_safely(const char *dir)
+#define REFUSE(...) return dir_refused(fd, why, why_size, __VA_ARGS__)
+
+/* Open the absolute path dir as DIR (see above) into canon (PATH_MAX
+ * bytes, its canonical path): an O_PATH descriptor of it, or -1 with the
+ * reason in why. */
+static int open_dir_safely(const char *dir, char *canon, char *why,
+                           size_t why_size)
 {
 	static struct dir_component above[MAX_DEPTH];
-	char buf[PATH_MAX], canon[PATH_MAX], *name, *save = NULL;
+	char buf[PATH_MAX], *name, *save = NULL;
 	size_t depth = 0, len = 0, i;
 	struct stat st;
 	uid_t owner;
-	int fd, next;
+	int fd = -1, next;
 
 	if (strlcpy(buf, dir, sizeof(buf)) >= sizeof(buf))
-		refuse_dir("\"%.100s...\": %s", dir, strerror(ENAMETOOLONG));
+		REFUSE("\"%.100s...\": %s", dir, strerror(ENAMETOOLONG));
 	if ((fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    fstat(fd, &st) != 0)
-		refuse_dir("\"/\": %s", strerror(errno));
+		REFUSE("\"/\": %s", strerror(errno));
 	canon[0] = '\0';
 	above[0].end = 0;
 	above[0].uid = st.st_uid;
@@ -729,42 +734,41 @@ static int open_dir_safely(const char *dir)
 			next =
 			    openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 			close(fd);
-			if (next < 0)
-				refuse_dir("\"%s/..\": %s", canon,
-				           strerror(errno));
 			fd = next;
+			if (next < 0)
+				REFUSE("\"%s/..\": %s", canon, strerror(errno));
 			depth--;
 			len = above[depth].end;
 			canon[len] = '\0';
 			continue;
 		}
 		if (depth + 1 >= MAX_DEPTH ||
-		    len + 1 + strlen(name) >= sizeof(canon))
-			refuse_dir("\"%.100s...\": %s", dir,
-			           strerror(ENAMETOOLONG));
-		len += (size_t)snprintf(canon + len, sizeof(canon) - len, "/%s",
-		                        name);
+		    len + 1 + strlen(name) >= PATH_MAX)
+			REFUSE("\"%.100s...\": %s", dir,
+			       strerror(ENAMETOOLONG));
+		len +=
+		    (size_t)snprintf(canon + len, PATH_MAX - len, "/%s", name);
 		next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		close(fd);
-		if (next < 0)
-			refuse_dir("\"%s\": %s", canon, strerror(errno));
 		fd = next;
+		if (next < 0)
+			REFUSE("\"%s\": %s", canon, strerror(errno));
 		if (fstat(fd, &st) != 0)
-			refuse_dir("\"%s\": %s", canon, strerror(errno));
+			REFUSE("\"%s\": %s", canon, strerror(errno));
 		if (S_ISLNK(st.st_mode))
-			refuse_dir("\"%s\" is a symbolic link: whoever can "
-			           "replace it chooses the directory; give "
-			           "the real path",
-			           canon);
+			REFUSE("\"%s\" is a symbolic link: whoever can "
+			       "replace it chooses the directory; give the "
+			       "real path",
+			       canon);
 		if (!S_ISDIR(st.st_mode))
-			refuse_dir("\"%s\": %s", canon, strerror(ENOTDIR));
+			REFUSE("\"%s\": %s", canon, strerror(ENOTDIR));
 		depth++;
 		above[depth].end = len;
 		above[depth].uid = st.st_uid;
 		above[depth].mode = st.st_mode;
 	}
 	if (depth == 0)
-		strlcpy(canon, "/", sizeof(canon));
+		strlcpy(canon, "/", PATH_MAX);
 	/* above[depth] is DIR itself: only the ones above it are checked,
 	 * against DIR's owner. */
 	owner = above[depth].uid;
@@ -773,35 +777,52 @@ static int open_dir_safely(const char *dir)
 		int at = i == 0 ? 1 : (int)above[i].end;
 
 		if (above[i].uid != 0 && above[i].uid != owner)
-			refuse_dir("\"%.*s\", above \"%s\", is owned by uid "
-			           "%lu, who could move the directory: only "
-			           "root or its owner (uid %lu) may own the "
-			           "directories above it",
-			           at, path, canon, (unsigned long)above[i].uid,
-			           (unsigned long)owner);
+			REFUSE("\"%.*s\", above \"%s\", is owned by uid %lu, "
+			       "who could move the directory: only root or "
+			       "its owner (uid %lu) may own the directories "
+			       "above it",
+			       at, path, canon, (unsigned long)above[i].uid,
+			       (unsigned long)owner);
 		if ((above[i].mode & (S_IWGRP | S_IWOTH)) != 0 &&
 		    (above[i].mode & S_ISVTX) == 0)
-			refuse_dir("\"%.*s\", above \"%s\", is writable by "
-			           "%s (mode %04o) and not sticky: they "
-			           "could move the directory",
-			           at, path, canon,
-			           above[i].mode & S_IWOTH ? "others"
-			                                   : "its group",
-			           (unsigned)(above[i].mode & 07777));
+			REFUSE("\"%.*s\", above \"%s\", is writable by %s "
+			       "(mode %04o) and not sticky: they could move "
+			       "the directory",
+			       at, path, canon,
+			       above[i].mode & S_IWOTH ? "others" : "its group",
+			       (unsigned)(above[i].mode & 07777));
 	}
-	strlcpy(root, canon, sizeof(root));
-	root_len = strlen(root);
 	return fd;
+}
+
+#undef REFUSE
+
+int confine_dir_usable(const char *dir, char *why, size_t why_size)
+{
+	char canon[PATH_MAX];
+	int fd;
+
+	if (dir[0] != '/') {
+		snprintf(why, why_size, "\"%s\": %s", dir, strerror(EINVAL));
+		return 0;
+	}
+	if ((fd = open_dir_safely(dir, canon, why, why_size)) < 0)
+		return 0;
+	close(fd);
+	return 1;
 }
 
 /* dir: DIR as an absolute path, not resolved yet. */
 static int init_resolver(const char *dir)
 {
-	char cwd[PATH_MAX];
+	char cwd[PATH_MAX], why[PATH_MAX * 2 + 256];
 
 	if (root_fd >= 0)
 		close(root_fd);
-	root_fd = open_dir_safely(dir);
+	if ((root_fd = open_dir_safely(dir, root, why, sizeof(why))) < 0)
+		fatal_exit(CONFINE_EXIT,
+		           "--confine: %s; refusing to run unconfined", why);
+	root_len = strlen(root);
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		return -errno;
 	if (!beneath_root(cwd)) {
@@ -875,32 +896,48 @@ static void warm_caches(void)
 	(void)group_from_gid(getgid(), 0);
 }
 
-/* What Landlock cannot do at an ABI older than the one we know best, each
- * logged once at VERBOSE.  The resolver confines truncation without it;
- * the other rights guard what the server never does.  Only the first is
- * seen by clients. */
+/* What Landlock cannot do at an ABI older than the one we know best.
+ * The resolver confines truncation without it; the other rights guard
+ * what the server never does.  Only the first is seen by clients. */
+static const struct {
+	int since;
+	const char *what;
+} landlock_gaps[] = {
+    {2, "no LANDLOCK_ACCESS_FS_REFER (Linux 5.19): renames and links "
+        "between directories fail"},
+    {3, "no LANDLOCK_ACCESS_FS_TRUNCATE (Linux 6.2): truncation is "
+        "confined by path resolution alone"},
+    {4, "no network rules (Linux 6.7): TCP bind and connect are not "
+        "restricted"},
+    {5, "no LANDLOCK_ACCESS_FS_IOCTL_DEV (Linux 6.10): device ioctls are "
+        "not restricted"},
+    {6, "no scopes (Linux 6.12): signals and abstract sockets are not "
+        "restricted"},
+};
+
+const char *confine_landlock_gap(int abi, unsigned *i)
+{
+	for (; *i < sizeof(landlock_gaps) / sizeof(landlock_gaps[0]); (*i)++)
+		if (abi < landlock_gaps[*i].since)
+			return landlock_gaps[(*i)++].what;
+	return NULL;
+}
+
+int confine_landlock_abi(void)
+{
+	long abi = ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+
+	return abi < 0 ? -errno : testkernel_landlock_abi((int)abi);
+}
+
+/* Each gap logged once at VERBOSE. */
 static void log_missing_rights(int abi)
 {
-	static const struct {
-		int since;
-		const char *what;
-	} gaps[] = {
-	    {2, "no LANDLOCK_ACCESS_FS_REFER (Linux 5.19): renames and links "
-	        "between directories fail"},
-	    {3, "no LANDLOCK_ACCESS_FS_TRUNCATE (Linux 6.2): truncation is "
-	        "confined by path resolution alone"},
-	    {4, "no network rules (Linux 6.7): TCP bind and connect are not "
-	        "restricted"},
-	    {5, "no LANDLOCK_ACCESS_FS_IOCTL_DEV (Linux 6.10): device ioctls "
-	        "are not restricted"},
-	    {6, "no scopes (Linux 6.12): signals and abstract sockets are not "
-	        "restricted"},
-	};
-	size_t i;
+	const char *what;
+	unsigned i = 0;
 
-	for (i = 0; i < sizeof(gaps) / sizeof(gaps[0]); i++)
-		if (abi < gaps[i].since)
-			verbose("Landlock ABI %d: %s", abi, gaps[i].what);
+	while ((what = confine_landlock_gap(abi, &i)) != NULL)
+		verbose("Landlock ABI %d: %s", abi, what);
 }
 
 static void restrict_self(void)
@@ -910,10 +947,8 @@ static void restrict_self(void)
 	size_t attr_size;
 	int abi, ruleset;
 
-	abi = testkernel_landlock_abi(
-	    (int)ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION));
-	if (abi < 0)
-		refuse_start("Landlock is not available", errno);
+	if ((abi = confine_landlock_abi()) < 0)
+		refuse_start("Landlock is not available", -abi);
 	handled_rights(abi, &attr, &attr_size);
 	ruleset = (int)ll_create_ruleset(&attr, attr_size, 0);
 	if (ruleset < 0)

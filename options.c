@@ -44,6 +44,7 @@ enum long_only_option {
 	OPT_XFERLOG_FORMAT,
 	OPT_ATOMIC_UPLOADS,
 	OPT_FSYNC_ON_CLOSE,
+	OPT_CHECK,
 };
 
 /*
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
     {"xferlog-format", required_argument, NULL, OPT_XFERLOG_FORMAT},
     {"atomic-uploads", no_argument, NULL, OPT_ATOMIC_UPLOADS},
     {"fsync-on-close", no_argument, NULL, OPT_FSYNC_ON_CLOSE},
+    {"check", optional_argument, NULL, OPT_CHECK},
     {NULL, 0, NULL, 0},
 };
 
@@ -146,6 +148,12 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "                              at all\n"
 	       "  --fsync-on-close            CLOSE answers once the file is "
 	       "on disk\n"
+	       "  --check[=text|json]         print what this host gives the "
+	       "server\n"
+	       "                              (io_uring, Landlock, pipes, "
+	       "the start\n"
+	       "                              directory's file system) and "
+	       "exit\n"
 	       "  --help                      show this help\n"
 	       "  --version                   show the version\n",
 	       QUEUE_DEPTH_MAX, QUEUE_DEPTH_DEFAULT, WRITE_MERGE_MAX,
@@ -187,6 +195,20 @@ static int parse_backend(const char *arg, enum backend_choice *choice)
 	else
 		return -1;
 	return 0;
+}
+
+/* One of two words: 0 for the first, 1 for the second; anything else is
+ * a usage error (exit 1). */
+static int parse_either(const char *arg, const char *what, const char *first,
+                        const char *second)
+{
+	if (strcmp(arg, first) == 0)
+		return 0;
+	if (strcmp(arg, second) == 0)
+		return 1;
+	fprintf(stderr, "Invalid %s \"%s\": use %s or %s\n", what, arg, first,
+	        second);
+	exit(1);
 }
 
 /* A decimal number in [min, max]. */
@@ -350,23 +372,21 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		o->xferlog_path = owned_xferlog = strdup(arg);
 		break;
 	case OPT_XFERLOG_FORMAT:
-		if (strcmp(arg, "xferlog") == 0) {
-			o->xferlog_format = XFERLOG_XFERLOG;
-		} else if (strcmp(arg, "json") == 0) {
-			o->xferlog_format = XFERLOG_JSON;
-		} else {
-			fprintf(stderr,
-			        "Invalid xferlog format \"%s\": use xferlog or "
-			        "json\n",
-			        arg);
-			exit(1);
-		}
+		o->xferlog_format =
+		    XFERLOG_XFERLOG +
+		    parse_either(arg, "xferlog format", "xferlog", "json");
 		break;
 	case OPT_ATOMIC_UPLOADS:
 		o->atomic_uploads = 1;
 		break;
 	case OPT_FSYNC_ON_CLOSE:
 		o->fsync_on_close = 1;
+		break;
+	case OPT_CHECK:
+		o->check = arg == NULL
+		               ? CHECK_TEXT
+		               : CHECK_TEXT + parse_either(arg, "check format",
+		                                           "text", "json");
 		break;
 	case OPT_WRITE_MERGE:
 		if (parse_number(arg, 0, WRITE_MERGE_MAX, &o->write_merge) !=

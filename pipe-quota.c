@@ -16,8 +16,7 @@
 
 #include "pipe-quota.h"
 
-/* A sysctl's value, or dflt when it cannot be read (a confined process). */
-static unsigned long read_sysctl(const char *path, unsigned long dflt)
+unsigned long read_sysctl(const char *path, unsigned long dflt)
 {
 	unsigned long v = dflt;
 	FILE *f = fopen(path, "re");

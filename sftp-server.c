@@ -35,6 +35,7 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
+#include "hostcheck.h"
 #include "input.h"
 #include "kernelrules.h"
 #include "log.h"
@@ -265,9 +266,10 @@ static void serve(void)
 static char first_cwd[PATH_MAX];
 
 /* path as an absolute path: from base when relative, as text (nothing is
- * resolved: confine_start walks it without following symlinks). */
-static void absolute_text(char *out, size_t size, const char *base,
-                          const char *path)
+ * resolved: confine_start walks it without following symlinks).  0, or
+ * -1 with the reason in why. */
+static int absolute_text(char *out, size_t size, const char *base,
+                         const char *path, char *why, size_t why_size)
 {
 	int n;
 
@@ -275,44 +277,92 @@ static void absolute_text(char *out, size_t size, const char *base,
 		n = snprintf(out, size, "%s", path);
 	else
 		n = snprintf(out, size, "%s/%s", base, path);
-	if (n < 0 || (size_t)n >= size)
-		fatal_exit(CONFINE_EXIT,
-		           "--confine: \"%.100s...\": %s; refusing to run "
-		           "unconfined",
-		           path, errno_text(ENAMETOOLONG));
+	if (n < 0 || (size_t)n >= size) {
+		snprintf(why, why_size, "\"%.100s...\": %s", path,
+		         errno_text(ENAMETOOLONG));
+		return -1;
+	}
+	return 0;
 }
 
 /* The confinement directory is named by text, as configured: -d (after its
  * expansions, from where sshd started us), or DIR (after the same
  * expansions, from the start directory), never by where a chdir through
- * symlinks led. */
-static void start_confined(uid_t uid, int start_dir_reached)
+ * symlinks led.  Into dir (PATH_MAX bytes): 0, or -1 with the reason in
+ * why. */
+static int confinement_dir(char *dir, uid_t uid, int start_dir_reached,
+                           char *why, size_t why_size)
 {
-	char start[PATH_MAX], dir[PATH_MAX], *expanded;
+	char start[PATH_MAX], *expanded;
+	int rc;
 
-	if (first_cwd[0] == '\0')
-		fatal_exit(CONFINE_EXIT,
-		           "--confine: the directory sshd started "
-		           "us in is unknown; refusing to run "
-		           "unconfined");
-	if (srv.opt.start_dir != NULL && start_dir_reached)
-		absolute_text(start, sizeof(start), first_cwd,
-		              srv.opt.start_dir);
-	else
+	if (first_cwd[0] == '\0') {
+		snprintf(why, why_size,
+		         "the directory sshd started us in is unknown");
+		return -1;
+	}
+	if (srv.opt.start_dir != NULL && start_dir_reached) {
+		if (absolute_text(start, sizeof(start), first_cwd,
+		                  srv.opt.start_dir, why, why_size) != 0)
+			return -1;
+	} else {
 		strlcpy(start, first_cwd, sizeof(start));
+	}
 	if (srv.opt.confine_dir == NULL) {
-		confine_start(start);
-		return;
+		strlcpy(dir, start, PATH_MAX);
+		return 0;
 	}
 	/* DIR takes the same expansions as -d. */
 	expanded = expand_start_dir(srv.opt.confine_dir, srv.user, srv.home,
 	                            (unsigned long)uid);
-	if (expanded == NULL)
-		fatal_exit(CONFINE_EXIT, "--confine: cannot expand \"%s\"",
-		           srv.opt.confine_dir);
-	absolute_text(dir, sizeof(dir), start, expanded);
+	if (expanded == NULL) {
+		snprintf(why, why_size, "cannot expand \"%s\"",
+		         srv.opt.confine_dir);
+		return -1;
+	}
+	rc = absolute_text(dir, PATH_MAX, start, expanded, why, why_size);
 	free(expanded);
+	return rc;
+}
+
+static void start_confined(uid_t uid, int start_dir_reached)
+{
+	char dir[PATH_MAX], why[PATH_MAX];
+
+	if (confinement_dir(dir, uid, start_dir_reached, why, sizeof(why)) != 0)
+		fatal_exit(CONFINE_EXIT,
+		           "--confine: %s; refusing to run unconfined", why);
 	confine_start(dir);
+}
+
+/* --check: what this host gives a session started as this one would be
+ * (the start directory, --confine's directory), printed; exit 0. */
+static int __attribute__((noreturn)) run_check(void)
+{
+	static struct hostcheck h;
+	char dir[PATH_MAX], why[PATH_MAX];
+	int reached = 0, err = 0, have_dir;
+
+	if (getcwd(first_cwd, sizeof(first_cwd)) == NULL)
+		first_cwd[0] = '\0';
+	if (srv.opt.start_dir != NULL &&
+	    (reached = chdir(srv.opt.start_dir) == 0) == 0)
+		err = errno;
+	if (srv.opt.start_dir != NULL && !reached &&
+	    srv.opt.confine_dir == NULL) {
+		snprintf(why, sizeof(why), "no start directory");
+		have_dir = 0;
+	} else {
+		have_dir = confinement_dir(dir, getuid(), reached, why,
+		                           sizeof(why)) == 0;
+	}
+	hostcheck_gather(&h, srv.opt.queue_depth, srv.opt.start_dir, err,
+	                 have_dir ? dir : NULL, why);
+	if (srv.opt.check == CHECK_JSON)
+		hostcheck_print_json(&h, stdout);
+	else
+		hostcheck_print_text(&h, stdout);
+	exit(fflush(stdout) == 0 ? 0 : 1);
 }
 
 int main(int argc, char **argv)
@@ -351,6 +401,8 @@ int main(int argc, char **argv)
 		        (unsigned long)getuid(), srv.user, srv.home);
 	log_set_cleanup(log_cleanup);
 	testkernel_init(); /* a test's older kernel: testkernel.h */
+	if (srv.opt.check != CHECK_NONE)
+		run_check();
 	/* Before --confine closes /proc to us (Landlock). */
 	if (srv.opt.atomic_uploads && srv.opt.confine)
 		kernelrules_init();

@@ -96,6 +96,40 @@ unsigned long pipe_reserve_pages(const struct pipe_limits *l)
 	return l->max_pages < limit / 16 ? l->max_pages : limit / 16;
 }
 
+/* What a stdio pipe would like to grow to (pages) and, for stdin, grown
+ * first, what it must leave of the budget for stdout. */
+static void stdio_want(const struct pipe_limits *l, unsigned long page_size,
+                       int is_stdin, unsigned long *want, unsigned long *keep)
+{
+	*want = STDOUT_PIPE_BYTES / page_size;
+	*keep = 0;
+	if (is_stdin) {
+		*keep = *want > DEFAULT_SLOTS ? *want - DEFAULT_SLOTS : 0;
+		*want = STDIN_PIPE_BYTES / page_size;
+	}
+	if (!l->exempt && *want > l->max_pages)
+		*want = l->max_pages;
+}
+
+void pipe_stdio_plan(const struct pipe_limits *l, unsigned sessions,
+                     unsigned long page_size, struct pipe_plan *p)
+{
+	unsigned long want, keep;
+
+	p->budget =
+	    pipe_session_budget(l, SESSION_PIPE_BYTES / page_size, sessions);
+	stdio_want(l, page_size, 1, &want, &keep);
+	p->stdin_pages =
+	    pipe_stdio_size(p->budget, 0, DEFAULT_SLOTS, want, keep);
+	if (p->stdin_pages == 0)
+		p->stdin_pages = DEFAULT_SLOTS;
+	stdio_want(l, page_size, 0, &want, &keep);
+	p->stdout_pages = pipe_stdio_size(
+	    p->budget, p->stdin_pages - DEFAULT_SLOTS, DEFAULT_SLOTS, want, 0);
+	if (p->stdout_pages == 0)
+		p->stdout_pages = DEFAULT_SLOTS;
+}
+
 /* --- What the kernel says ------------------------------------------------ */
 
 /* The budget for as many sessions as the user runs now (the quota
@@ -180,7 +214,7 @@ static int set_size(int fd, unsigned long old, unsigned long size)
 
 void stdio_pipe_grow(int fd)
 {
-	unsigned long want, keep = 0, old, grown;
+	unsigned long want, keep, old, grown;
 	int got;
 
 	read_limits();
@@ -189,13 +223,7 @@ void stdio_pipe_grow(int fd)
 	/* stdout comes first: stdin is grown first, so it leaves room for
 	 * stdout. */
 	old = (unsigned long)got / page_size;
-	want = STDOUT_PIPE_BYTES / page_size;
-	if (fd == STDIN_FILENO) {
-		keep = want > DEFAULT_SLOTS ? want - DEFAULT_SLOTS : 0;
-		want = STDIN_PIPE_BYTES / page_size;
-	}
-	if (!limits.exempt && want > limits.max_pages)
-		want = limits.max_pages;
+	stdio_want(&limits, page_size, fd == STDIN_FILENO, &want, &keep);
 	grown = pipe_stdio_size(session_budget, stdio_pages, old, want, keep);
 	if (fd == STDOUT_FILENO) {
 		/* To its least now, later as far as its reader's rate asks. */

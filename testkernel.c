@@ -91,6 +91,13 @@ void testkernel_init(void)
 	      TESTKERNEL_ENV, v, acting_as / 1000, acting_as % 1000);
 }
 
+int testkernel_acting_as(unsigned *major, unsigned *minor)
+{
+	*major = acting_as / 1000;
+	*minor = acting_as % 1000;
+	return acting_as != 0;
+}
+
 int testkernel_before(unsigned major, unsigned minor)
 {
 	return acting_as != 0 && acting_as < KVERSION(major, minor);

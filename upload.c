@@ -312,6 +312,27 @@ static void find_link_how(int fd, int dir)
 	                             : "named temporary files");
 }
 
+enum upload_way upload_probe_way(int dir, int *err)
+{
+	int fd = openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+
+	*err = fd < 0 ? errno : 0;
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL
+		           ? UPLOAD_WAY_NAMED
+		           : UPLOAD_WAY_UNKNOWN;
+	find_link_how(fd, dir);
+	close(fd);
+	switch (link_how()) {
+	case LINK_EMPTY_PATH:
+		return UPLOAD_WAY_LINK_FD;
+	case LINK_PROC:
+		return UPLOAD_WAY_LINK_PROC;
+	default:
+		return UPLOAD_WAY_NAMED;
+	}
+}
+
 /* The new file of an atomic upload: O_TMPFILE where the file system and
  * the kernel allow, else a hidden name. */
 static int open_temp(struct upload *t, int flags, mode_t mode)

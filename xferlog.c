@@ -18,14 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "xferlog.h"
 
 /* The longest path a line carries: the current directory and a client's
  * path after it. */
 #define FULL_PATH_MAX (PATH_MAX * 2)
-/* A field escaped for JSON takes at most 6 bytes per byte ("\udcXX"). */
-#define JSON_ESCAPED_MAX(n) ((n)*6 + 1)
 /* A line: the path escaped and the fixed fields. */
 #define LINE_MAX_LEN (JSON_ESCAPED_MAX(FULL_PATH_MAX) + 4096)
 
@@ -79,82 +78,6 @@ static size_t put_plain(char *out, size_t room, const char *s)
 
 	for (; *s != '\0' && n + 1 < room; s++)
 		out[n++] = (unsigned char)*s <= ' ' || *s == 0x7f ? '_' : *s;
-	out[n] = '\0';
-	return n;
-}
-
-/* The length of the valid UTF-8 sequence at s (1 to 4 bytes), or 0 when
- * the bytes there are not one: a stray continuation byte, a sequence cut
- * short, an overlong form, a UTF-16 surrogate (U+D800 to U+DFFF) or a
- * code point past U+10FFFF (RFC 3629). */
-static size_t utf8_sequence_len(const unsigned char *s)
-{
-	unsigned char lo = 0x80, hi = 0xbf; /* bounds of the second byte */
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0; /* 0x80-0xc1: continuation or overlong; 0xf5-0xff */
-	if (s[0] == 0xe0)
-		lo = 0xa0; /* overlong below U+0800 */
-	else if (s[0] == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (s[0] == 0xf0)
-		lo = 0x90; /* overlong below U+10000 */
-	else if (s[0] == 0xf4)
-		hi = 0x8f; /* past U+10FFFF */
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	/* A NUL ends the string and is no continuation byte: a sequence cut
-	 * short at the end is caught here. */
-	for (i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
-/*
- * A JSON string's contents for the bytes of s, losslessly: valid UTF-8
- * passes through, '"' and '\' are escaped, control characters (below
- * 0x20, and DEL) become \u00XX, and each byte that is not part of valid
- * UTF-8 becomes \udcXX, XX being the byte (0x80 to 0xff).  That is the
- * mapping of PEP 383 ("surrogateescape"), the one Python uses for file
- * names that are not UTF-8: json.loads reads every line, and
- * os.fsencode() (or str.encode("utf-8", "surrogateescape")) of a field
- * gives back its exact bytes.  No valid UTF-8 decodes to U+DC80-U+DCFF,
- * so an escaped byte is never mistaken for a character.  room must be
- * JSON_ESCAPED_MAX(strlen(s)) or more for nothing to be cut.
- */
-static size_t put_json(char *out, size_t room, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = 0, len;
-
-	while (*p != '\0' && n + 6 < room) {
-		len = utf8_sequence_len(p);
-		if (len == 0) {
-			n += (size_t)snprintf(out + n, room - n, "\\udc%02x",
-			                      *p);
-			p++;
-		} else if (*p == '"' || *p == '\\') {
-			out[n++] = '\\';
-			out[n++] = (char)*p++;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			n += (size_t)snprintf(out + n, room - n, "\\u%04x", *p);
-			p++;
-		} else {
-			memcpy(out + n, p, len);
-			n += len;
-			p += len;
-		}
-	}
 	out[n] = '\0';
 	return n;
 }
@@ -234,9 +157,9 @@ void xferlog_write(const char *path, uint64_t bytes,
 	if (log_format == XFERLOG_JSON) {
 		gmtime_r(&now, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		put_json(esc, sizeof(esc), full);
-		put_json(user, sizeof(user), log_user);
-		put_json(host, sizeof(host), remote_host());
+		json_escape(esc, sizeof(esc), full);
+		json_escape(user, sizeof(user), log_user);
+		json_escape(host, sizeof(host), remote_host());
 		n = snprintf(line, sizeof(line),
 		             "{\"time\":\"%s\",\"seconds\":%.3f,"
 		             "\"host\":\"%s\",\"bytes\":%llu,\"path\":\"%s\","

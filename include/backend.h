@@ -140,6 +140,26 @@ void io_done_push(struct io_done_list *list, struct io_op *op);
 /* Move up to max of them into done[]; returns how many. */
 int io_done_pop(struct io_done_list *list, struct io_op **done, int max);
 
+/* The io_uring operations the back end uses (backend-uring.c says
+ * which it needs to start), and what the probe at its start found:
+ * --check reports them (hostcheck.c). */
+struct uring_op_used {
+	int ring_op; /* IORING_OP_ */
+	int io_op;   /* enum io_opcode */
+	const char *name;
+};
+#define URING_OPS_USED 10
+extern const struct uring_op_used uring_ops_used[URING_OPS_USED];
+struct uring_probe {
+	int setup;  /* 0, or io_uring_setup's -errno */
+	int listed; /* the kernel listed its operations (5.6) */
+	/* Which of uring_ops_used it has (less those a test's older kernel
+	 * lacked, testkernel.h). */
+	unsigned char has[URING_OPS_USED];
+};
+/* After uring_backend.init, started or not. */
+const struct uring_probe *uring_probed(void);
+
 extern const struct io_backend plain_backend;
 extern const struct io_backend uring_backend;
 

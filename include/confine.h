@@ -22,6 +22,18 @@
 #define CONFINE_EXIT 1
 void confine_start(const char *dir);
 
+/* Would dir (absolute, as confine_start takes it) pass confine_start's
+ * rule for the confinement directory?  1, or 0 with the reason in why
+ * (--check, hostcheck.c). */
+int confine_dir_usable(const char *dir, char *why, size_t why_size);
+/* The kernel's Landlock ABI version (less, when a test acts as an older
+ * kernel: testkernel.h), or -errno (ENOSYS: no Landlock; EOPNOTSUPP:
+ * built in but not enabled at boot). */
+int confine_landlock_abi(void);
+/* What Landlock cannot do at ABI abi that a later one can: the next such
+ * sentence from *i on (start at 0), or NULL after the last. */
+const char *confine_landlock_gap(int abi, unsigned *i);
+
 /* Is the session confined? */
 int confine_active(void);
 

@@ -30,7 +30,11 @@ struct options {
 	int fsync_on_close;      /* --fsync-on-close (upload.c) */
 	int file_mode;           /* -m: mode of files created, -1: not set */
 	int dir_mode;            /* -M: mode of directories created, or -1 */
+	int check;               /* --check[=text|json]: enum check_format */
 };
+
+/* --check: print what this host gives the server, and exit (hostcheck.h). */
+enum check_format { CHECK_NONE = 0, CHECK_TEXT, CHECK_JSON };
 
 /* Outcome of parse_options. */
 #define OPTIONS_RUN 0     /* start serving */

@@ -12,6 +12,9 @@ struct pipe_limits {
 	int exempt;               /* CAP_SYS_RESOURCE or CAP_SYS_ADMIN */
 };
 
+/* A sysctl's value (its file under /proc/sys, a number), or dflt when it
+ * cannot be read (there is none, or a confined process). */
+unsigned long read_sysctl(const char *path, unsigned long dflt);
 /* The sysctls (the kernel's defaults where they cannot be read, as in a
  * confined process) and whether this process is exempt. */
 void pipe_quota_read(struct pipe_limits *l, unsigned long page_size);

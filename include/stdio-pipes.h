@@ -37,6 +37,14 @@ unsigned long pipe_session_budget(const struct pipe_limits *l,
 unsigned long pipe_stdio_size(unsigned long budget, unsigned long used,
                               unsigned long old, unsigned long want,
                               unsigned long keep);
+/* What a session would get, with sshd's pipes at their default size (16
+ * pages): its budget, and what stdin, then stdout grow to within it
+ * (before the reserve is asked for: stdio_pipe_grow). */
+struct pipe_plan {
+	unsigned long budget, stdin_pages, stdout_pages;
+};
+void pipe_stdio_plan(const struct pipe_limits *l, unsigned sessions,
+                     unsigned long page_size, struct pipe_plan *p);
 /* Pages of the user's quota a session leaves free for other programs. */
 unsigned long pipe_reserve_pages(const struct pipe_limits *l);
 

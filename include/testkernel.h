@@ -20,6 +20,9 @@
  * Called by main after logging is set up, before the back end starts. */
 void testkernel_init(void);
 
+/* Acting as an older kernel?  Then 1 and its version in *major, *minor. */
+int testkernel_acting_as(unsigned *major, unsigned *minor);
+
 /* Acting as a kernel older than major.minor? */
 int testkernel_before(unsigned major, unsigned minor);
 

@@ -76,6 +76,20 @@ int upload_pending(const struct upload *up, int writable);
  * ordering rule, CLOSE then changes paths. */
 int upload_names_file(const struct upload *up);
 
+/* How an atomic upload into the directory dir (a descriptor) would be
+ * written, as the first upload_open finds it (--check, hostcheck.c): an
+ * unnamed O_TMPFILE file linked in by descriptor or through /proc, or a
+ * hidden named file (*err: why not O_TMPFILE, 0 when it was the link);
+ * UNKNOWN with *err when O_TMPFILE gave another answer (EACCES, EROFS:
+ * the directory takes no new file). */
+enum upload_way {
+	UPLOAD_WAY_LINK_FD,
+	UPLOAD_WAY_LINK_PROC,
+	UPLOAD_WAY_NAMED,
+	UPLOAD_WAY_UNKNOWN,
+};
+enum upload_way upload_probe_way(int dir, int *err);
+
 /* MKDIR: mkdir(2) of a client's path (through confine_mkdir), then -M's
  * mode exactly.  -1 with errno set on failure (nothing is left then). */
 int upload_mkdir(const char *path, mode_t mode);

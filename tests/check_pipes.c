@@ -106,6 +106,41 @@ START_TEST(test_stdio_grows_as_far_as_the_budget_allows)
 }
 END_TEST
 
+/* What --check reports a session would get: stdin grown first, leaving
+ * room for stdout, as stdio_pipe_grow grows them. */
+START_TEST(test_plan_grows_stdin_then_stdout)
+{
+	struct pipe_limits tight = {1536, 0, 256, 0}, small_max = defaults;
+	struct pipe_plan p;
+
+	/* Room for both: 1 MiB each, from a budget of 512 wanted. */
+	pipe_stdio_plan(&defaults, 1, 4096, &p);
+	ck_assert_uint_eq(p.budget, 512);
+	ck_assert_uint_eq(p.stdin_pages, 256);
+	ck_assert_uint_eq(p.stdout_pages, 256);
+	/* 1536 / 4 * 3 / 16 - 48 = 24 pages: stdin must leave stdout's 240
+	 * and stays at 16; stdout grows by 16, to 32. */
+	pipe_stdio_plan(&tight, 1, 4096, &p);
+	ck_assert_uint_eq(p.budget, 24);
+	ck_assert_uint_eq(p.stdin_pages, 16);
+	ck_assert_uint_eq(p.stdout_pages, 32);
+	/* 256 sessions: no share left, both stay at 16. */
+	pipe_stdio_plan(&defaults, 256, 4096, &p);
+	ck_assert_uint_eq(p.budget, 0);
+	ck_assert_uint_eq(p.stdin_pages, 16);
+	ck_assert_uint_eq(p.stdout_pages, 16);
+	/* fs.pipe-max-size caps both (not for an exempt user). */
+	small_max.max_pages = 64;
+	pipe_stdio_plan(&small_max, 1, 4096, &p);
+	ck_assert_uint_eq(p.stdin_pages, 64);
+	ck_assert_uint_eq(p.stdout_pages, 64);
+	small_max.exempt = 1;
+	pipe_stdio_plan(&small_max, 1, 4096, &p);
+	ck_assert_uint_eq(p.stdin_pages, 256);
+	ck_assert_uint_eq(p.stdout_pages, 256);
+}
+END_TEST
+
 static Suite *pipes_suite(void)
 {
 	Suite *s = suite_create("pipes");
@@ -116,6 +151,7 @@ static Suite *pipes_suite(void)
 	tcase_add_test(tc, test_the_lower_of_soft_and_hard_counts);
 	tcase_add_test(tc, test_reserve_is_one_largest_pipe);
 	tcase_add_test(tc, test_stdio_grows_as_far_as_the_budget_allows);
+	tcase_add_test(tc, test_plan_grows_stdin_then_stdout);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,6 +16,10 @@
 #    VERBOSE), unconfined and under --confine, and nothing else is said
 #    missing (the expected lines are listed below, per profile);
 #  - io_uring is used where the kernel has it (--backend=uring serves);
+#  - --check and --check=json say what the profile gives (io_uring or why
+#    not, the operations it hides, its Landlock ABI, whether --confine
+#    would work), as us and as nobody, and --backend=auto falls back
+#    exactly where the session did (tests/hostcheck.py);
 #  - the suites KMATRIX_SUITES (default: difftest integration confine
 #    extensions) pass with the server under the profile.  Kernels run
 #    difftest with the io_uring back end and the others with both;
@@ -23,7 +27,8 @@
 #
 # Then two kernels the server copes with less well, briefly: 5.10 (Debian
 # 11: no Landlock, so --confine refuses to start) and 5.4 (Ubuntu 20.04:
-# io_uring without the operations the back end needs: plain system calls).
+# io_uring without the operations the back end needs: plain system calls),
+# and --check on each.
 #
 # The server runs as a wrapper script per profile; the difftest leaves
 # the lines listed here out of its log comparison (DIFFTEST_DROP_LOG:
@@ -168,6 +173,25 @@ start_logs() {
 		"confined to \"$(readlink -f "$d/jail")\" (Landlock ABI $ABI)"
 }
 
+# check_args NAME: hostcheck.py's expectations for profile NAME.
+check_args() {
+	local confine=1 abi=$ABI
+	[ "$ABI" != 0 ] || { confine=0 abi=none; }
+	echo "--seccomp 2 --abi $abi --confine $confine"
+	case $1 in
+	docker) echo "--usable 0 --setup-error EPERM --test-kernel none" ;;
+	*)
+		# Every simulated kernel is older than RWF_DONTCACHE (6.14).
+		echo "--usable 1 --setup-error none --listed 1 --test-kernel $1"
+		echo "--dontcache 0"
+		case $1 in
+		5.1[1-4]) echo "--missing MKDIRAT,SYMLINKAT,LINKAT" ;;
+		*) echo "--missing none" ;;
+		esac
+		;;
+	esac
+}
+
 # uring_serves NAME OPTS...: --backend=uring starts and serves under
 # oldkernel OPTS.
 uring_serves() {
@@ -239,6 +263,10 @@ for name in $PROFILES; do
 	fi
 	check "[$name] each missing feature logged once at start" \
 		start_logs "$name"
+	# shellcheck disable=SC2046 # check_args gives words
+	check "[$name] --check says what the profile gives" \
+		host_check "$WORK/$name/check" "$WORK/$name/start.0.log" \
+		"$OLDKERNEL" "$OPTS" -- $(check_args "$name")
 	if [ "$name" != docker ]; then
 		check "[$name] --backend=uring serves" uring_serves "$name" "$OPTS"
 	fi
@@ -282,6 +310,12 @@ uring_510() {
 	uring_serves 5.10 --kernel=5.10
 }
 check "[5.10] --backend=uring serves" uring_510
+check "[5.10] --check: no Landlock, --confine would not work" \
+	host_check "$WORK/5.10/check" "$WORK/5.10/uring.log" \
+	"$OLDKERNEL" --kernel=5.10 -- \
+	--usable 1 --listed 1 --test-kernel 5.10 --abi none --dontcache 0 \
+	--landlock-error ENOSYS --confine 0 \
+	--missing UNLINKAT,MKDIRAT,SYMLINKAT,LINKAT,RENAMEAT
 
 # 5.4: io_uring cannot list its operations (IORING_REGISTER_PROBE came in
 # 5.6, with IORING_OP_READ): plain system calls, said once; a forced
@@ -313,5 +347,9 @@ old_uring() {
 }
 check "[5.4] io_uring without its operations: plain calls, said once" \
 	old_uring
+check "[5.4] --check: io_uring cannot list its operations, plain calls" \
+	host_check "$WORK/5.4/check" "$WORK/5.4/auto.log" \
+	"$OLDKERNEL" --kernel=5.4 -- \
+	--usable 0 --setup-error none --listed 0 --test-kernel 5.4 --dontcache 0
 
 finish

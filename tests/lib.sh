@@ -465,6 +465,47 @@ print(out)
 EOF
 }
 
+# host_check DIR LOG WRAPPER... -- EXPECT...: --check and --check=json
+# of the server run through WRAPPER (a command and its options: a
+# simulated kernel or seccomp profile), in DIR/start, as us and (when we
+# are root) as nobody: both parse and agree, and say what
+# tests/hostcheck.py's EXPECT options say (io_uring or why not, the
+# operations the profile hides, the Landlock ABI, ...); --backend=auto
+# falls back exactly where the session whose log is LOG did.
+host_check() {
+	local d=$1 log=$2 who user wrap=()
+	shift 2
+	while [ "$1" != -- ]; do
+		wrap+=("$1")
+		shift
+	done
+	shift
+	mkdir -p "$d/start"
+	chmod 777 "$d/start"
+	for who in self nobody; do
+		local as=()
+		user=$(id -un)
+		if [ "$who" = nobody ]; then
+			[ "$(id -u)" = 0 ] || continue
+			user=nobody
+			as=(setpriv --reuid=nobody --regid="$(id -g nobody)"
+				--init-groups)
+		fi
+		if ! (cd "$d/start" &&
+			"${as[@]}" "${wrap[@]}" "$SERVER" --check \
+				>"$d/$who.txt" 2>"$d/$who.err" &&
+			"${as[@]}" "${wrap[@]}" "$SERVER" --check=json \
+				>"$d/$who.json" 2>>"$d/$who.err"); then
+			echo "  --check failed as $user"
+			sed 's/^/    /' "$d/$who.err"
+			return 1
+		fi
+		"$PYTHON3" "$TESTS_DIR/hostcheck.py" "$d/$who.txt" \
+			"$d/$who.json" --user "$user" --fallback-log "$log" \
+			--start-dir "$(cd "$d/start" && pwd -P)" "$@" || return 1
+	done
+}
+
 # need_seccomp WRAPPER [ARGS...]: the suite skips where the seccomp test
 # wrapper (tests/no-uring, tests/oldkernel) cannot install its filter (it
 # exits 125), and fails at once where `WRAPPER ARGS true` fails otherwise.

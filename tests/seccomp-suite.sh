@@ -8,6 +8,9 @@
 #  - --backend=uring refuses to start, with a clear message;
 #  - --backend=auto (and no --backend at all) logs the fallback at VERBOSE
 #    and serves; ENOSYS (a kernel without io_uring) falls back the same way;
+#  - --check and --check=json say io_uring is denied (EPERM) or absent
+#    (ENOSYS) under a seccomp filter, and that --backend=auto uses plain
+#    system calls, as us and as nobody (tests/hostcheck.py);
 #  - under the filter with --backend=auto: an `sftp -D` transfer, the
 #    differential test against OpenSSH's server (tests/difftest.py) and
 #    the integration suite (tests/integration.sh) all pass with
@@ -99,6 +102,14 @@ once() {
 	fi
 }
 check "the fallback is logged exactly once" once
+
+# --check says io_uring is denied, and why, as us and as nobody.
+check "--check: io_uring denied (EPERM) under a seccomp filter, plain calls" \
+	host_check "$WORK/check-eperm" "$WORK/auto.log" "$NO_URING" -- \
+	--usable 0 --setup-error EPERM --seccomp 2
+check "--check: io_uring absent (ENOSYS), plain calls" \
+	host_check "$WORK/check-enosys" "$WORK/enosys.log" \
+	"$NO_URING" --errno=38 -- --usable 0 --setup-error ENOSYS --seccomp 2
 
 # The server under the filter, as one executable for the suites: stderr
 # passes through a filter that drops the fallback line.
