@@ -41,7 +41,6 @@
 #include "sftp.h"
 #include "status.h"
 #include "upload.h"
-#include "upload.h"
 #include "xferlog.h"
 
 /* copy-data moves data in chunks of this size, as OpenSSH does. */

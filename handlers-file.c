@@ -113,13 +113,13 @@ static DIR *opendir_by_name(const char *path)
 	return dirp;
 }
 
-/* Is fd on a file system whose files are made as they are read (procfs,
- * sysfs and their kin)?  Their sizes say nothing (0 for /proc files),
- * reading at an offset that is not where the last read ended regenerates
- * everything before it, and seeking may fail where reading would not: so
- * they are read as OpenSSH reads them, lseek() then read(), one at a time
- * (like a device: not a regular file to us). */
-static int pseudo_fs(int fd)
+/* Is a file system (by its magic number) one whose files are made as they
+ * are read (procfs, sysfs and their kin)?  Their sizes say nothing (0 for
+ * /proc files), reading at an offset that is not where the last read ended
+ * regenerates everything before it, and seeking may fail where reading
+ * would not: so they are read as OpenSSH reads them, lseek() then read(),
+ * one at a time (like a device: not a regular file to us). */
+static int pseudo_fs(unsigned long fs_type)
 {
 	static const unsigned long magic[] = {
 	    0x9fa0,     /* procfs */
@@ -134,15 +134,20 @@ static int pseudo_fs(int fd)
 	    0x6165676c, /* pstore */
 	    0xde5e81e4, /* efivarfs */
 	};
-	struct statfs fs;
 	size_t i;
 
-	if (fstatfs(fd, &fs) != 0)
-		return 0;
 	for (i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
-		if ((unsigned long)fs.f_type == magic[i])
+		if (fs_type == magic[i])
 			return 1;
 	return 0;
+}
+
+/* The file system's magic number (statfs(2)'s f_type), 0 when unknown. */
+static unsigned long fs_type_of(int fd)
+{
+	struct statfs fs;
+
+	return fstatfs(fd, &fs) == 0 ? (unsigned long)fs.f_type : 0;
 }
 
 /* A FIFO, socket or character device may make a read or a write wait
@@ -211,7 +216,7 @@ static void open_finish(struct request *req)
 		if (req->opened_pseudo)
 			h->is_regular = 0;
 		if ((flags & O_ACCMODE) != O_WRONLY)
-			readahead_on_open(h);
+			readahead_on_open(h, req->opened_fs_type);
 		send_handle(req, idx);
 		status = SSH2_FX_OK;
 	}
@@ -260,7 +265,8 @@ int process_open(struct request *req)
 		req->opened_fd = fd;
 		req->opened_flags = flags;
 		req->opened_has_st = fstat(fd, &req->opened_st) == 0;
-		req->opened_pseudo = pseudo_fs(fd);
+		req->opened_fs_type = fs_type_of(fd);
+		req->opened_pseudo = pseudo_fs(req->opened_fs_type);
 		req->opened_name = name;
 		req->opened_upload = up;
 		req->io_finish = open_finish;
@@ -542,8 +548,10 @@ int process_read(struct request *req)
 		debug("request %u: sent data len %d", req->id, 0);
 		return HANDLER_DONE;
 	}
-	if (h->is_regular)
-		readahead_on_read(h, pos, len);
+	/* A READ that continues a stream is in its read-ahead window:
+	 * read_hint_waiting need not look at it again. */
+	if (h->is_regular && readahead_on_read(h, pos, len))
+		req->ahead_hinted = 1;
 	/* The bytes are copied out of the file when the read runs, into
 	 * memory of ours (take_read_mem): a reply holds what the file held
 	 * then, whatever happens to the file afterwards. */
@@ -552,6 +560,72 @@ int process_read(struct request *req)
 	req->io_prepare = take_read_mem;
 	req->io.at_submit = !h->is_regular;
 	return HANDLER_IO;
+}
+
+/* The range of a READ that has not run yet: the first one waiting (its
+ * handler ran) or one behind it (its packet, as sent); 0, or -1 when it is
+ * no READ of a regular file. */
+static int waiting_read_range(const struct request *req, struct handle **h,
+                              uint64_t *off, uint32_t *len)
+{
+	int idx = req->handle;
+
+	if (req->state == REQ_PARSED) {
+		*off = req->io.offset;
+		*len = (uint32_t)req->io.len;
+	} else if (req->state != REQ_WAITING ||
+	           request_read_range(req, &idx, off, len) != 0) {
+		return -1;
+	}
+	/* An offset the READ will refuse (handle_seek) gets no hint. */
+	if ((*h = handle_get(idx, HANDLE_FILE)) == NULL || !(*h)->is_regular ||
+	    *len == 0 || *off > (uint64_t)INT64_MAX)
+		return -1;
+	if (*len > SFTP_MAX_READ_LENGTH)
+		*len = SFTP_MAX_READ_LENGTH;
+	return 0;
+}
+
+/* Ask the kernel to read [from, end) of h ahead for the READs from first to
+ * last: they are marked hinted, or left to be asked again on a later turn
+ * (readahead_queued). */
+static void hint_run(struct handle *h, uint64_t from, uint64_t end,
+                     struct request *first, struct request *last)
+{
+	struct request *r;
+	int done = readahead_queued(h, from, end - from);
+
+	for (r = first; r != last->next; r = r->next)
+		if (r->type == SSH2_FXP_READ)
+			r->ahead_hinted = done;
+}
+
+void read_hint_waiting(struct request *waiting)
+{
+	struct request *r, *first = NULL, *last = NULL;
+	struct handle *h, *run = NULL;
+	uint64_t off, from = 0, end = 0;
+	uint32_t len;
+
+	/* Adjacent READs of one file (a sequential stream) make one hint. */
+	for (r = waiting; r != NULL; r = r->next) {
+		if (r->ahead_hinted ||
+		    waiting_read_range(r, &h, &off, &len) != 0)
+			continue;
+		if (h == run && off == end) {
+			end += len;
+			last = r;
+			continue;
+		}
+		if (run != NULL)
+			hint_run(run, from, end, first, last);
+		run = h;
+		from = off;
+		end = off + len;
+		first = last = r;
+	}
+	if (run != NULL)
+		hint_run(run, from, end, first, last);
 }
 
 static void write_finish(struct request *req)

@@ -387,6 +387,19 @@ void request_io_prescope(struct request *req)
 	s->ino = hd->ino;
 }
 
+int request_read_range(const struct request *req, int *idx, uint64_t *off,
+                       uint32_t *len)
+{
+	struct rbuf r;
+
+	return req->type == SSH2_FXP_READ && fields_of(req, &r) == 0 &&
+	               handle_parse(&r, idx) == BUF_OK &&
+	               rbuf_get_u64(&r, off) == BUF_OK &&
+	               rbuf_get_u32(&r, len) == BUF_OK
+	           ? 0
+	           : -1;
+}
+
 void request_scope(struct request *req)
 {
 	const struct handler *h = req->handler;

@@ -75,7 +75,7 @@ static int open_sysctl(const char *path)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		debug("%s: %s: taken as 1", path, strerror(errno));
+		debug("%s: %s: taken as 1", path, errno_text(errno));
 	return fd;
 }
 

@@ -333,8 +333,11 @@ static int start_one(struct request *req)
 		num_in_flight++;
 		return 1;
 	}
-	if (req->io_prepare != NULL && req->io_prepare(req) == IO_PREPARE_WAIT)
+	if (req->io_prepare != NULL &&
+	    req->io_prepare(req) == IO_PREPARE_WAIT) {
+		read_hint_waiting(req);
 		return 0;
+	}
 	rc = io_submit(&req->io);
 	if (rc == -EBUSY) {
 		coalesce_flush();

@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: ISC
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
-/* Read-ahead for sequential READ streams.  The client may keep only a few
- * requests in flight; without help a cold file is then read from disk at
- * that depth.  We ask the kernel to start reading the next window into the
- * page cache (posix_fadvise WILLNEED, through the back end: io_uring runs
- * it in a worker so the loop does not wait for it; the plain back end
- * calls it inline, which may wait on reading metadata), so READs stay
- * coherent with other
- * writers: nothing is cached privately, every READ reads the page cache
- * when it runs. */
+/* Read-ahead hints: the device's queue depth without READ memory.  A READ
+ * holds READ memory only while it runs (readmem.h), so the READs in flight
+ * are few (six of 255 KiB), however many the client has sent; and the
+ * client itself may keep only a few in flight.  Either way a cold file
+ * would be read from disk at that depth.  So the kernel is asked to start
+ * reading into the page cache what the READs will want (posix_fadvise
+ * WILLNEED, through the back end: io_uring runs it in a worker so the loop
+ * does not wait for it; the plain back end calls it inline, which may wait
+ * on reading metadata):
+ *   - for a sequential stream, a window beyond the READ that runs;
+ *   - for the READs of a stream the client sent that wait for READ
+ *     memory (the queue asks, readahead_queued), their ranges at once,
+ *     so the device sees the client's whole depth.
+ * READs stay coherent with other writers: nothing is cached privately,
+ * every READ reads the page cache when it runs. */
 #include "config.h"
 
 #include <errno.h>
@@ -24,6 +30,14 @@
  * how much of that may be consumed before asking again. */
 #define READAHEAD_WINDOW (16 * 256 * 1024)
 #define READAHEAD_REFILL (READAHEAD_WINDOW / 2)
+/* How far ahead of a stream's position the READs waiting for READ memory
+ * are hinted at most (the client's queue: 64 READs of 255 KiB is less). */
+#define READAHEAD_QUEUED_MAX (32 * 1024 * 1024)
+/* ...in steps of at least this much: a hint per READ that arrives would
+ * cost a worker's turn each, and where cachestat(2) cannot tell what is
+ * cached (a file the user cannot write: EPERM), each would walk cached
+ * pages (warm downloads of another user's file ran 0.7 times as fast). */
+#define READAHEAD_QUEUED_STEP READAHEAD_REFILL
 
 /* Hints in flight at once (the back end keeps slots for them apart from
  * the requests'); when all are busy a hint is skipped. */
@@ -91,7 +105,9 @@ static void hint_done(struct io_op *op)
 	hint_busy[op - hint_ops] = 0;
 }
 
-static void hint(int fd, uint64_t from, uint64_t len)
+/* 1: the kernel was asked, or need not be (all cached); 0: no hint
+ * went out (all slots busy, or no descriptor), so it may be asked again. */
+static int hint(int fd, uint64_t from, uint64_t len)
 {
 	struct io_op *op;
 	int i;
@@ -102,39 +118,54 @@ static void hint(int fd, uint64_t from, uint64_t len)
 	 * far less.  A window reaching past the end of the file counts as
 	 * not cached: near the end there is one hint more. */
 	if (page_cache_holds(fd, from, len) == 1)
-		return;
+		return 1;
 	for (i = 0; i < READAHEAD_OPS && hint_busy[i]; i++)
 		;
 	if (i == READAHEAD_OPS)
-		return;
+		return 0;
 	op = &hint_ops[i];
 	op->opcode = IO_READAHEAD;
 	/* A descriptor of its own: the handle may be closed while the hint
 	 * waits (CLOSE does not wait for hints), and its number reused for
 	 * another file. */
 	if ((op->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
-		return;
+		return 0;
 	op->offset = from;
 	op->len = (size_t)len;
 	op->done = hint_done;
 	op->owner = NULL;
 	/* A hint: if the back end is full, there is simply none. */
-	if (backend->submit(op) == 0)
-		hint_busy[i] = 1;
-	else
+	if (backend->submit(op) != 0) {
 		close(op->fd);
+		return 0;
+	}
+	hint_busy[i] = 1;
+	return 1;
 }
 
-void readahead_on_open(struct handle *h)
+int readahead_fs_hints_waiting(unsigned long fs_type)
+{
+	switch (fs_type) {
+	case 0xef53:     /* ext2, ext3, ext4 */
+	case 0x58465342: /* xfs */
+	case 0x9123683e: /* btrfs */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void readahead_on_open(struct handle *h, unsigned long fs_type)
 {
 	/* Doubles the kernel's own read-ahead for this file. */
 	(void)posix_fadvise(h->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	h->next_read = 0;
 	h->ahead_until = 0;
+	h->hint_waiting = readahead_fs_hints_waiting(fs_type);
 }
 
-void readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
-                       uint64_t off, uint64_t len)
+int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
+                      uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len, from;
 
@@ -143,17 +174,73 @@ void readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
 		 * proves sequential again. */
 		*next_read = end;
 		*ahead_until = end;
-		return;
+		return 0;
 	}
 	*next_read = end;
 	if (*ahead_until >= end + READAHEAD_REFILL)
-		return;
+		return 1;
 	from = *ahead_until > end ? *ahead_until : end;
 	*ahead_until = end + READAHEAD_WINDOW;
-	hint(fd, from, *ahead_until - from);
+	(void)hint(fd, from, *ahead_until - from);
+	return 1;
 }
 
-void readahead_on_read(struct handle *h, uint64_t off, uint32_t len)
+enum readahead_plan readahead_queued_plan(uint64_t next_read,
+                                          uint64_t *ahead_until, uint64_t off,
+                                          uint64_t len, uint64_t *from,
+                                          uint64_t *n)
 {
-	readahead_advance(h->fd, &h->next_read, &h->ahead_until, off, len);
+	uint64_t end, limit;
+
+	if (len == 0 || off > UINT64_MAX - len)
+		return READAHEAD_NONE;
+	end = off + len;
+	/* Elsewhere in the file (random reads, a second stream): none.  A
+	 * hint of each random READ's own range was measured to cost more
+	 * than the depth it gives (doc/design.md, "Read-ahead hints"). */
+	if (off < next_read || off > *ahead_until)
+		return READAHEAD_NONE;
+	/* The stream's own continuation: what lies beyond the window asked
+	 * for already, up to a bound ahead of where the stream is, once that
+	 * is a step's worth (until then, later, with the READs behind). */
+	limit = next_read > UINT64_MAX - READAHEAD_QUEUED_MAX
+	            ? UINT64_MAX
+	            : next_read + READAHEAD_QUEUED_MAX;
+	if (end > limit)
+		end = limit;
+	if (end <= *ahead_until)
+		return READAHEAD_NONE;
+	if (end - *ahead_until < READAHEAD_QUEUED_STEP)
+		return READAHEAD_LATER;
+	*from = *ahead_until;
+	*n = end - *from;
+	*ahead_until = end;
+	return READAHEAD_HINT;
+}
+
+int readahead_queued(struct handle *h, uint64_t off, uint64_t len)
+{
+	uint64_t from, n, until = h->ahead_until;
+
+	if (!h->hint_waiting)
+		return 1;
+	switch (
+	    readahead_queued_plan(h->next_read, &until, off, len, &from, &n)) {
+	case READAHEAD_NONE:
+		return 1;
+	case READAHEAD_LATER:
+		return 0;
+	case READAHEAD_HINT:
+		break;
+	}
+	if (!hint(h->fd, from, n))
+		return 0;
+	h->ahead_until = until;
+	return 1;
+}
+
+int readahead_on_read(struct handle *h, uint64_t off, uint32_t len)
+{
+	return readahead_advance(h->fd, &h->next_read, &h->ahead_until, off,
+	                         len);
 }

@@ -372,7 +372,7 @@ static int keep_old_attributes(const struct upload *t, int fd, const char *name)
 		verbose(
 		    "atomic upload \"%s\": owner %lu group %lu not kept: %s",
 		    name, (unsigned long)t->old.st_uid,
-		    (unsigned long)t->old.st_gid, strerror(errno));
+		    (unsigned long)t->old.st_gid, errno_text(errno));
 	(void)futimens(fd, times);
 	return fchmod(fd, t->old.st_mode & 0777);
 }
@@ -455,7 +455,7 @@ static int force_file_mode(int fd, const char *name)
 {
 	if (srv.opt.file_mode < 0 || fchmod(fd, (mode_t)srv.opt.file_mode) == 0)
 		return 0;
-	error("-m: cannot set the mode of \"%s\": %s", name, strerror(errno));
+	error("-m: cannot set the mode of \"%s\": %s", name, errno_text(errno));
 	return -1;
 }
 
@@ -484,7 +484,7 @@ static int open_atomic(struct upload *t, const char *name, int flags, int mode,
 		if (t->replaces && (err == EACCES || err == EPERM))
 			logit("atomic upload \"%s\": cannot create a new file "
 			      "beside it: %s",
-			      name, strerror(err));
+			      name, errno_text(err));
 		upload_discard(t);
 		errno = err;
 		return -1;
@@ -588,7 +588,7 @@ int upload_open(const char *name, int *flags, int mode, int replace,
 		    rc == EAGAIN)
 			logit(
 			    "upload \"%s\": refused, not written in place: %s",
-			    name, strerror(rc));
+			    name, errno_text(rc));
 		errno = rc;
 		return -1;
 	}
@@ -697,12 +697,12 @@ int upload_finish(struct upload *up, const char *name, int fd, int writable,
 	if (srv.opt.fsync_on_close && writable && fstat(fd, &st) == 0 &&
 	    S_ISREG(st.st_mode) && fsync(fd) == -1) {
 		err = errno;
-		error("close \"%s\": fsync: %s", name, strerror(err));
+		error("close \"%s\": fsync: %s", name, errno_text(err));
 	}
 	if (err == 0 && atomic && link_in(up, fd) == -1) {
 		err = errno;
 		error("close \"%s\": cannot link the upload in: %s", name,
-		      strerror(err));
+		      errno_text(err));
 	}
 	if (err != 0 && atomic) {
 		logit("close \"%s\": upload discarded; the target is unchanged",
@@ -711,7 +711,7 @@ int upload_finish(struct upload *up, const char *name, int fd, int writable,
 	           srv.opt.fsync_on_close && sync_dir(up, fd) == -1) {
 		err = errno;
 		error("close \"%s\": fsync of its directory: %s", name,
-		      strerror(err));
+		      errno_text(err));
 	}
 	upload_discard(up);
 	return -err;
@@ -771,7 +771,7 @@ int upload_mkdir(const char *path, mode_t mode)
 		return 0;
 	}
 	err = errno;
-	error("-M: cannot set the mode of \"%s\": %s", path, strerror(err));
+	error("-M: cannot set the mode of \"%s\": %s", path, errno_text(err));
 	if (dir >= 0) {
 		(void)unlinkat(dir, leaf, AT_REMOVEDIR);
 		close(dir);

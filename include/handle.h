@@ -36,6 +36,8 @@ struct handle {
 	mode_t type;        /* st_mode & S_IFMT at open (0 if unknown) */
 	uint64_t next_read; /* where a sequential READ stream continues */
 	uint64_t ahead_until;   /* read-ahead asked for up to here */
+	int hint_waiting;       /* READs waiting for READ memory get hints of
+	                         * their own (readahead_fs_hints_waiting) */
 	struct timespec opened; /* monotonic, for the transfer log */
 	int write_failed;       /* the last WRITE failed (transfer log) */
 	int writes_failed;      /* any WRITE (or copy-data into it) failed */

@@ -64,6 +64,11 @@ void request_scope(struct request *req);
 /* Before a READ or WRITE runs its handler: whether its handle is open at
  * all (one that is not may be what an OPEN still running will make). */
 void request_io_prescope(struct request *req);
+/* A READ not yet started: its handle, offset and length as sent, without
+ * consuming them: 0, or -1 when it is no READ or malformed (its handler
+ * will say so). */
+int request_read_range(const struct request *req, int *idx, uint64_t *off,
+                       uint32_t *len);
 
 /* Find the request's row once, when it is admitted: req->handler (for an
  * EXTENDED request, from the name in its packet; NULL when unknown) and
@@ -116,6 +121,11 @@ int ring_call(struct request *req, int opcode, int fd, char *path, char *path2,
 int process_open(struct request *req);
 int process_close(struct request *req);
 int process_read(struct request *req);
+/* waiting, a READ, waits for READ memory: the READs not yet running, it
+ * and those the client sent after it, get read-ahead hints for their
+ * ranges where they continue their file's sequential stream, so that the
+ * device sees the client's depth (readahead.h). */
+void read_hint_waiting(struct request *waiting);
 int process_write(struct request *req);
 int process_fstat(struct request *req);
 int process_fsetstat(struct request *req);

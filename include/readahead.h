@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
-/* Kernel read-ahead hints for sequential READ streams on a handle; a
- * window the page cache holds already (cachestat(2)) gets none. */
+/* Kernel read-ahead hints for READs on a handle: a window ahead of a
+ * sequential stream, and the stream's READs waiting for READ memory; a
+ * range the page cache holds already (cachestat(2)) gets none. */
 #ifndef READAHEAD_H
 #define READAHEAD_H
 
@@ -9,12 +10,48 @@
 
 struct handle;
 
-void readahead_on_open(struct handle *h);
-void readahead_on_read(struct handle *h, uint64_t off, uint32_t len);
+/* A file was opened for reading; fs_type: its file system's statfs(2)
+ * f_type, 0 when unknown. */
+void readahead_on_open(struct handle *h, unsigned long fs_type);
+/* A READ of [off, off + len) on h is about to run: 1 when it continues
+ * h's sequential stream (whose window covers it), 0 when it starts one
+ * anew (a seek). */
+int readahead_on_read(struct handle *h, uint64_t off, uint32_t len);
 /* The same for any sequential reader of fd that keeps its own position
  * (check-file): a read of [off, off + len) was just submitted. */
-void readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
-                       uint64_t off, uint64_t len);
+int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
+                      uint64_t off, uint64_t len);
+
+/* A READ of [off, off + len) on h waits to run (for READ memory): if it
+ * continues h's sequential stream, ask the kernel to read it into the
+ * page cache now.  1 when asked, or when there is nothing to ask (cached,
+ * within the stream's window already, not the stream's); 0 when it is to
+ * be asked again later, with the READs that follow it (less than a step
+ * of 2 MiB beyond the window yet, or the hint's slots busy). */
+int readahead_queued(struct handle *h, uint64_t off, uint64_t len);
+
+/* Its decision, pure (tests/check_readahead.c): for a stream at next_read
+ * whose read-ahead reaches *ahead_until, what to do for waiting READs of
+ * [off, off + len).  A continuation of the stream (starting from next_read
+ * up to *ahead_until) gets a hint of what lies beyond *ahead_until,
+ * bounded to 32 MiB ahead of next_read, once that is 2 MiB or more
+ * (READAHEAD_HINT, [*from, *from + *n), and *ahead_until moves to its
+ * end), until then READAHEAD_LATER; a range within the window already,
+ * or elsewhere (random reads), READAHEAD_NONE. */
+enum readahead_plan { READAHEAD_NONE, READAHEAD_HINT, READAHEAD_LATER };
+enum readahead_plan readahead_queued_plan(uint64_t next_read,
+                                          uint64_t *ahead_until, uint64_t off,
+                                          uint64_t len, uint64_t *from,
+                                          uint64_t *n);
+
+/* Do READs waiting for READ memory get hints of their own on this file
+ * system (statfs(2)'s f_type)?  Only where a hint was measured to give
+ * the device the client's depth: block-device file systems, whose
+ * read-ahead goes straight to the device's queue.  Not FUSE, whose
+ * read-ahead queues behind a few background requests (max_background,
+ * 12): random READs there ran at half the rate with hints, the READs
+ * themselves, each a request of its own, getting more at once. */
+int readahead_fs_hints_waiting(unsigned long fs_type);
 
 /* The decision, pure (tests/check_readahead.c): are all pages of n bytes at
  * off cached, when the kernel counted cached of them? */

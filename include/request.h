@@ -94,6 +94,9 @@ struct request {
 	uint8_t *read_mem;
 	int read_mem_slot;
 	size_t read_reply_len;
+	/* A READ whose range the kernel was asked to read ahead, or need not
+	 * be (readahead.h): while it waits for READ memory, once is enough. */
+	int ahead_hinted;
 
 	/* An OPEN or OPENDIR whose file was opened, maybe by a worker
 	 * thread: what the loop makes a handle of (open_finish). */
@@ -105,6 +108,7 @@ struct request {
 	struct stat opened_st;
 	int opened_has_st;
 	int opened_pseudo; /* on /proc, /sys and the like (pseudo_fs) */
+	unsigned long opened_fs_type; /* statfs(2)'s f_type, 0 if unknown */
 	struct upload *opened_upload; /* what its CLOSE must do (upload.h) */
 
 	/* A request whose one system call goes to the ring (route.h,

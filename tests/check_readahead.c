@@ -3,8 +3,12 @@
 /* Unit tests of read-ahead hints and the back ends' room for them: a
  * hint never takes the slot an fsync or copy-data needs (whatever the
  * queue depth), and a hint still waiting after its handle was closed
- * never reaches another file that got the same descriptor number; and
- * the page-cache decision that skips a hint (every page cached). */
+ * never reaches another file that got the same descriptor number; the
+ * page-cache decision that skips a hint (every page cached); and the
+ * hints for READs waiting for READ memory: what range each gets (a
+ * stream's continuation, bounded; a random READ none), on which file
+ * systems, adjacent READs in one hint, and a hint that could not go out
+ * asked again later. */
 #include "config.h"
 
 #include <check.h>
@@ -20,8 +24,11 @@
 #include "backend.h"
 #include "io.h"
 #include "handle.h"
+#include "handlers.h"
 #include "log.h"
 #include "readahead.h"
+#include "request.h"
+#include "sftp.h"
 
 #define MiB (1024 * 1024)
 
@@ -51,7 +58,7 @@ static struct handle *reader(const char *name)
 	idx = handle_new(HANDLE_FILE, name, fd, NULL, O_RDONLY);
 	ck_assert_int_ge(idx, 0);
 	h = handle_get(idx, HANDLE_FILE);
-	readahead_on_open(h);
+	readahead_on_open(h, 0xef53);
 	return h;
 }
 
@@ -206,6 +213,298 @@ START_TEST(test_pagecache_counts_every_page_the_range_touches)
 }
 END_TEST
 
+#define KiB 1024
+#define BIG (255 * KiB)
+
+START_TEST(test_waiting_read_continuing_the_stream)
+{
+	uint64_t until = 0, from, n;
+
+	/* A fresh stream: READs from its start are its continuation, hinted
+	 * in steps of 2 MiB or more. */
+	ck_assert_int_eq(readahead_queued_plan(0, &until, 0, BIG, &from, &n),
+	                 READAHEAD_LATER);
+	ck_assert_uint_eq(until, 0);
+	ck_assert_int_eq(
+	    readahead_queued_plan(0, &until, 0, 9 * BIG, &from, &n),
+	    READAHEAD_HINT);
+	ck_assert_uint_eq(from, 0);
+	ck_assert_uint_eq(n, 9 * BIG);
+	ck_assert_uint_eq(until, 9 * BIG);
+	/* Inside the window asked for already: nothing, ever. */
+	until = 4 * MiB;
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 2 * MiB, BIG, &from, &n),
+	    READAHEAD_NONE);
+	ck_assert_uint_eq(until, 4 * MiB);
+	/* Across its end: the part beyond, once it is a step. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 3 * MiB, 2 * MiB, &from, &n),
+	    READAHEAD_LATER);
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 3 * MiB, 3 * MiB, &from, &n),
+	    READAHEAD_HINT);
+	ck_assert_uint_eq(from, 4 * MiB);
+	ck_assert_uint_eq(n, 2 * MiB);
+	ck_assert_uint_eq(until, 6 * MiB);
+}
+END_TEST
+
+START_TEST(test_waiting_read_ahead_is_bounded)
+{
+	uint64_t until = 28 * MiB, from, n;
+
+	/* At most 32 MiB ahead of where the stream is. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(0, &until, until, 8 * MiB, &from, &n),
+	    READAHEAD_HINT);
+	ck_assert_uint_eq(from, 28 * MiB);
+	ck_assert_uint_eq(n, 4 * MiB);
+	ck_assert_uint_eq(until, 32 * MiB);
+	ck_assert_int_eq(
+	    readahead_queued_plan(0, &until, 32 * MiB, 8 * MiB, &from, &n),
+	    READAHEAD_NONE);
+	ck_assert_uint_eq(until, 32 * MiB);
+	/* Once the stream moved on, further: a step at a time. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 32 * MiB, 8 * MiB, &from, &n),
+	    READAHEAD_LATER);
+	ck_assert_int_eq(readahead_queued_plan(3 * MiB, &until, 32 * MiB,
+	                                       8 * MiB, &from, &n),
+	                 READAHEAD_HINT);
+	ck_assert_uint_eq(from, 32 * MiB);
+	ck_assert_uint_eq(n, 3 * MiB);
+}
+END_TEST
+
+START_TEST(test_waiting_read_elsewhere_gets_none)
+{
+	uint64_t until = MiB, from, n;
+
+	/* Random READs: no hint; the stream keeps its place. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB, &from, &n),
+	    READAHEAD_NONE);
+	ck_assert_uint_eq(until, MiB);
+	/* Behind the stream. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 0, 32 * MiB, &from, &n),
+	    READAHEAD_NONE);
+	/* Beyond its window, not adjacent. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, MiB + 1, 8 * MiB, &from, &n),
+	    READAHEAD_NONE);
+	ck_assert_uint_eq(until, MiB);
+	/* Nothing, or a range past the end of offsets. */
+	ck_assert_int_eq(readahead_queued_plan(0, &until, 5, 0, &from, &n),
+	                 READAHEAD_NONE);
+	ck_assert_int_eq(readahead_queued_plan(0, &until, UINT64_MAX - 5,
+	                                       8 * MiB, &from, &n),
+	                 READAHEAD_NONE);
+}
+END_TEST
+
+START_TEST(test_waiting_reads_hinted_on_block_file_systems)
+{
+	ck_assert(readahead_fs_hints_waiting(0xef53));      /* ext4 */
+	ck_assert(readahead_fs_hints_waiting(0x58465342));  /* xfs */
+	ck_assert(readahead_fs_hints_waiting(0x9123683e));  /* btrfs */
+	ck_assert(!readahead_fs_hints_waiting(0x65735546)); /* FUSE */
+	ck_assert(!readahead_fs_hints_waiting(0x01021994)); /* tmpfs */
+	ck_assert(!readahead_fs_hints_waiting(0x6969));     /* NFS */
+	ck_assert(!readahead_fs_hints_waiting(0));          /* unknown */
+}
+END_TEST
+
+/* A back end that records what it is given, up to room ops at once. */
+static struct io_op *kept[16];
+static unsigned num_kept, room;
+
+static int keep_submit(struct io_op *op)
+{
+	if (num_kept == room)
+		return -EBUSY;
+	kept[num_kept++] = op;
+	return 0;
+}
+
+static unsigned keep_in_flight(void)
+{
+	return num_kept;
+}
+
+static const struct io_backend keep_backend = {
+    "keep",    hold_init,      keep_submit, hold_flush, hold_fd,
+    hold_reap, keep_in_flight, NULL,        NULL,       hold_shutdown,
+};
+
+/* Finish every recorded hint (closing their descriptors). */
+static void finish_kept(void)
+{
+	unsigned i;
+
+	for (i = 0; i < num_kept; i++) {
+		kept[i]->result = 0;
+		kept[i]->done(kept[i]);
+	}
+	num_kept = 0;
+}
+
+/* A READ of len bytes at off on handle idx, admitted, not started. */
+static struct request *waiting_read(int idx, uint64_t off, uint32_t len)
+{
+	uint8_t body[4 + 4 + 4 + 8 + 4], *p = body;
+	struct request *req;
+	uint8_t packet[1 + sizeof(body)];
+
+	memset(body, 0, 4); /* the id */
+	p += 4;
+	poke_u32(p, 4);
+	poke_u32(p + 4, (uint32_t)idx);
+	poke_u32(p + 8, (uint32_t)(off >> 32));
+	poke_u32(p + 12, (uint32_t)off);
+	poke_u32(p + 16, len);
+	packet[0] = SSH2_FXP_READ;
+	memcpy(packet + 1, body, sizeof(body));
+	req = request_new(packet, sizeof(packet), 4096, NULL);
+	ck_assert_ptr_nonnull(req);
+	req->state = REQ_WAITING;
+	return req;
+}
+
+static int handle_index(const struct handle *h)
+{
+	int i;
+
+	for (i = 0; i < 64; i++)
+		if (handle_get(i, HANDLE_FILE) == h)
+			return i;
+	ck_abort();
+	return -1;
+}
+
+/* Append k adjacent READs of BIG on handle idx from off to all[] (*num so
+ * far), each linked after the one before. */
+static void add_reads(struct request **all, int *num, int idx, uint64_t off,
+                      int k)
+{
+	int i;
+
+	for (i = 0; i < k; i++) {
+		all[*num] = waiting_read(idx, off + (uint64_t)i * BIG, BIG);
+		if (*num > 0)
+			all[*num - 1]->next = all[*num];
+		++*num;
+	}
+}
+
+static void free_reads(struct request **all, int num)
+{
+	int i;
+
+	for (i = 0; i < num; i++)
+		request_free(all[i]);
+}
+
+START_TEST(test_waiting_reads_one_hint_per_run)
+{
+	struct request *r[64];
+	struct handle *a, *fuse;
+	int n = 0, i, ia, ifuse;
+
+	/* Empty: no page of them is cached, every hint goes out. */
+	make_file("a", 0);
+	make_file("c", 0);
+	backend = &keep_backend;
+	room = 16;
+	num_kept = 0;
+	a = reader("a");
+	fuse = reader("c");
+	fuse->hint_waiting = readahead_fs_hints_waiting(0x65735546);
+	ia = handle_index(a);
+	ifuse = handle_index(fuse);
+	/* 9 READs of a's stream (2.24 MiB), one elsewhere in a (none), 9 on
+	 * FUSE (none), the stream's next 9, one on FUSE, and the stream's
+	 * next one (less than a step: later). */
+	add_reads(r, &n, ia, 0, 9);
+	r[n] = waiting_read(ia, 100 * MiB, 32 * KiB);
+	r[n - 1]->next = r[n];
+	n++;
+	add_reads(r, &n, ifuse, 0, 9);
+	add_reads(r, &n, ia, 9 * BIG, 9);
+	add_reads(r, &n, ifuse, 9 * BIG, 1);
+	add_reads(r, &n, ia, 18 * BIG, 1);
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 2);
+	ck_assert_uint_eq(kept[0]->offset, 0);
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	ck_assert_uint_eq(kept[1]->offset, 9 * BIG);
+	ck_assert_uint_eq(kept[1]->len, 9 * BIG);
+	for (i = 0; i < n - 1; i++)
+		ck_assert(r[i]->ahead_hinted);
+	ck_assert(!r[n - 1]->ahead_hinted);
+	/* Once is enough; the last waits for more. */
+	finish_kept();
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 0);
+	ck_assert(!r[n - 1]->ahead_hinted);
+	/* Eight more arrive: one hint, from where the stream's stood. */
+	add_reads(r, &n, ia, 19 * BIG, 8);
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert_uint_eq(kept[0]->offset, 18 * BIG);
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	for (i = 0; i < n; i++)
+		ck_assert(r[i]->ahead_hinted);
+	finish_kept();
+	free_reads(r, n);
+	handle_close_all();
+	backend = &plain_backend;
+}
+END_TEST
+
+START_TEST(test_waiting_read_asked_again_when_no_room)
+{
+	struct request *r[32];
+	struct handle *a, *b;
+	int n = 0;
+
+	make_file("a", 0);
+	make_file("b", 0);
+	backend = &keep_backend;
+	room = 1;
+	num_kept = 0;
+	a = reader("a");
+	b = reader("b");
+	/* Two streams: three runs, one hint each, room for one at a time. */
+	add_reads(r, &n, handle_index(a), 0, 9);
+	add_reads(r, &n, handle_index(b), 0, 9);
+	add_reads(r, &n, handle_index(a), 9 * BIG, 9);
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert(r[8]->ahead_hinted);
+	ck_assert(!r[9]->ahead_hinted);
+	ck_assert(!r[18]->ahead_hinted);
+	finish_kept();
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert_uint_eq(kept[0]->offset, 0); /* b's */
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	ck_assert(r[17]->ahead_hinted);
+	ck_assert(!r[18]->ahead_hinted);
+	finish_kept();
+	read_hint_waiting(r[0]);
+	ck_assert_uint_eq(num_kept, 1);
+	ck_assert_uint_eq(kept[0]->offset, 9 * BIG);
+	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
+	ck_assert(r[26]->ahead_hinted);
+	finish_kept();
+	free_reads(r, n);
+	handle_close_all();
+	backend = &plain_backend;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("readahead");
@@ -223,6 +522,12 @@ int main(void)
 	tcase_add_test(tc, test_fsync_beside_hints_uring);
 	tcase_add_test(tc, test_hint_after_close_keeps_its_file);
 	tcase_add_test(tc, test_pagecache_counts_every_page_the_range_touches);
+	tcase_add_test(tc, test_waiting_read_continuing_the_stream);
+	tcase_add_test(tc, test_waiting_read_ahead_is_bounded);
+	tcase_add_test(tc, test_waiting_read_elsewhere_gets_none);
+	tcase_add_test(tc, test_waiting_reads_hinted_on_block_file_systems);
+	tcase_add_test(tc, test_waiting_reads_one_hint_per_run);
+	tcase_add_test(tc, test_waiting_read_asked_again_when_no_room);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -3,8 +3,8 @@
 /* Unit tests of session.c, the event loop's decisions, run as main runs
  * them but with a fake stdin and stdout, the plain back end and real
  * files: the reader leaving, failing and short writes, what a READ reply
- * holds when the file changes before stdout takes it, and the bound on
- * READ memory. */
+ * holds when the file changes before stdout takes it, the bound on READ
+ * memory, and the read-ahead hints of the READs waiting for it. */
 #include "config.h"
 
 #include <check.h>
@@ -498,6 +498,73 @@ START_TEST(test_read_holds_what_the_file_held)
 }
 END_TEST
 
+/* The back end, spied on: the read-ahead hints it is given. */
+static int (*real_submit)(struct io_op *op);
+static uint64_t hint_off[32], hint_len[32];
+static unsigned num_hints;
+
+static int spy_submit(struct io_op *op)
+{
+	if (op->opcode == IO_READAHEAD && num_hints < 32) {
+		hint_off[num_hints] = op->offset;
+		hint_len[num_hints++] = op->len;
+	}
+	return real_submit(op);
+}
+
+/* READs of a sequential stream beyond READ memory wait, and the kernel is
+ * asked at once to read what they will want ahead: the device sees the
+ * client's depth.  Further than the stream's own window reaches (4 MiB
+ * beyond the first READ) by more than a step (2 MiB), and past the end
+ * of the file, so that no
+ * page cache holds all of it (on any file system) and a hint goes out;
+ * the window itself is cached (the file was just written): no hint. */
+START_TEST(test_waiting_reads_get_read_ahead_hints)
+{
+	enum { N = 28, HELD = 18, LEN = SFTP_MAX_READ_LENGTH };
+	const struct io_backend *real = backend;
+	struct io_backend spy = *backend;
+	struct session_wait w;
+	const char *fatal;
+	size_t first;
+	uint8_t type;
+	uint32_t h;
+	unsigned i, ran = READMEM_BYTES / (13 + LEN);
+
+	write_pattern("w", (size_t)HELD * LEN);
+	h = open_for_reading("w", &first);
+	/* As on ext4, xfs or btrfs, whatever /tmp is. */
+	handle_get((int)h, HANDLE_FILE)->hint_waiting = 1;
+	real_submit = real->submit;
+	spy.submit = spy_submit;
+	backend = &spy;
+	num_hints = 0;
+	/* Room to take in all N, as with --queue-depth=64. */
+	queue_init(&(struct queue_limits){64, 32 * 1024 * 1024});
+	out_full = 1;
+	in_open = 1;
+	for (i = 0; i < N; i++)
+		send_read(10 + i, h, (uint64_t)i * LEN, LEN);
+	ck_assert_int_eq(run(&w), 0);
+	/* One hint, for the waiting READs, up to the end of the last. */
+	ck_assert_uint_eq(num_hints, 1);
+	ck_assert_uint_ge(hint_off[0], (uint64_t)ran * LEN);
+	ck_assert_uint_eq(hint_off[0] + hint_len[0], (uint64_t)N * LEN);
+	/* They run once replies go out, and read what the file holds. */
+	out_full = 0;
+	in_open = 0;
+	ck_assert_int_eq(run(&w), 1);
+	backend = real;
+	queue_init(&(struct queue_limits){16, 1024 * 1024});
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	ck_assert_uint_eq(count_replies(&type), 2 + N);
+	ck_assert_int_eq(type, SSH2_FXP_STATUS);
+	for (i = 0; i < HELD; i++)
+		check_data(first + i * (13 + LEN), 10 + i, (uint64_t)i * LEN,
+		           LEN);
+}
+END_TEST
+
 /* An OPEN for writing and a WRITE on a file whose READ reply waits for
  * stdout run at once: nothing waits for the reader, and the reply keeps
  * the bytes the READ read. */
@@ -580,6 +647,7 @@ int main(void)
 	tcase_add_test(tc, test_reads_reach_stdout_whole);
 	tcase_add_test(tc, test_read_holds_what_the_file_held);
 	tcase_add_test(tc, test_nothing_waits_for_the_reader);
+	tcase_add_test(tc, test_waiting_reads_get_read_ahead_hints);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* One process: the session's state lives across the tests. */

@@ -1721,10 +1721,14 @@ def sc_pipelined_listing(s):
     shows the size the WRITEs before it made (a run of merged WRITEs
     included), as does one after an FSETSTAT or a SETSTAT.  Each READDIR
     has a directory handle of its own, opened before, so that each lists
-    the whole directory."""
+    the whole directory.  The files exist before and are opened to write
+    in place (neither created nor truncated): not uploads, so that
+    --atomic-uploads writes them in place too."""
     s.mkdir("wd")
-    h = s.h(s.open("wd/f", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
-    g = s.h(s.open("wd/g", FXF_WRITE | FXF_CREAT | FXF_TRUNC))
+    for n in ("f", "g"):
+        os.close(os.open(s.abs("wd/" + n), os.O_WRONLY | os.O_CREAT, 0o644))
+    h = s.h(s.open("wd/f", FXF_WRITE))
+    g = s.h(s.open("wd/g", FXF_WRITE))
     dirs = [s.h(s.opendir("wd")) for _ in range(14)]
     items = []
     for i in range(6):
