@@ -157,6 +157,7 @@ static int uring_submit(struct io_op *op)
 	case IO_READ:
 		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,
 		                   op->offset);
+		sqe->rw_flags = op->rw_flags;
 		break;
 	case IO_WRITE:
 	case IO_WRITEV:
@@ -249,6 +250,13 @@ static int uring_reap(struct io_op **done, int max, int wait)
 		op = io_uring_cqe_get_data(cqe);
 		op->result = cqe->res;
 		io_uring_cqe_seen(&ring, cqe);
+		if (op->result == -EOPNOTSUPP && op->rw_flags != 0) {
+			/* The file system refuses the flags: read without
+			 * them, here, once (the caller stops asking). */
+			op->rw_flags = 0;
+			op->rw_refused = 1;
+			op->result = io_run_now(op);
+		}
 		in_flight--;
 		hints -= op->opcode == IO_READAHEAD;
 		done[n++] = op;

@@ -71,6 +71,34 @@ ssize_t io_sync(struct io_op *op)
 	return op->result;
 }
 
+/* The flags refused: the same call again without them (once). */
+static int refused_flags(struct io_op *op, ssize_t n)
+{
+	if (n != -1 || errno != EOPNOTSUPP || op->rw_flags == 0)
+		return 0;
+	op->rw_flags = 0;
+	op->rw_refused = 1;
+	return 1;
+}
+
+/* A read or write with op->rw_flags (pread/pwrite without): -1 with
+ * errno, or bytes moved. */
+static ssize_t rw_now(struct io_op *op, int write)
+{
+	struct iovec one = {op->buf, op->len};
+	const struct iovec *iov = op->opcode == IO_WRITEV ? op->iov : &one;
+	int cnt = op->opcode == IO_WRITEV ? op->iovcnt : 1;
+	/* -1: the descriptor's own position (preadv2(2)). */
+	off_t off = op->offset == IO_NO_OFFSET ? -1 : (off_t)op->offset;
+	ssize_t n;
+
+	do {
+		n = write ? pwritev2(op->fd, iov, cnt, off, op->rw_flags)
+		          : preadv2(op->fd, iov, cnt, off, op->rw_flags);
+	} while ((n == -1 && errno == EINTR) || refused_flags(op, n));
+	return n;
+}
+
 ssize_t io_run_now(struct io_op *op)
 {
 	ssize_t n;
@@ -83,7 +111,8 @@ ssize_t io_run_now(struct io_op *op)
 	do {
 		switch (op->opcode) {
 		case IO_READ:
-			n = op->offset == IO_NO_OFFSET
+			n = op->rw_flags != 0 ? rw_now(op, 0)
+			    : op->offset == IO_NO_OFFSET
 			        ? read(op->fd, op->buf, op->len)
 			        : pread(op->fd, op->buf, op->len,
 			                (off_t)op->offset);
@@ -133,6 +162,10 @@ ssize_t io_write_now(struct io_op *op)
 
 	loff_t in, out;
 
+	if (op->rw_flags != 0 && op->opcode != IO_COPY_RANGE) {
+		n = rw_now(op, 1);
+		return n == -1 ? -errno : n;
+	}
 	do {
 		if (op->opcode == IO_WRITE) {
 			n = pos ? pwrite(op->fd, op->buf, op->len,

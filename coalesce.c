@@ -106,6 +106,7 @@ static void run_finish(struct write_run *run, ssize_t err)
 		if (covered > req->io.len)
 			covered = req->io.len;
 		req->io_done = covered;
+		req->io.rw_refused = run->io.rw_refused;
 		req->io.result =
 		    covered == req->io.len ? (ssize_t)covered : err;
 		before += req->io.len;
@@ -165,6 +166,8 @@ static int run_submit(struct write_run *run)
 	run->io.offset = run->first->io.offset;
 	run->io.iov = run->iov;
 	run->io.iovcnt = run->iovcnt;
+	run->io.rw_flags = run->first->io.rw_flags; /* the handle's */
+	run->io.rw_refused = 0;
 	run->io.done = run_done;
 	run->io.owner = run;
 	if ((rc = io_submit(&run->io)) == 0)

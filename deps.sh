@@ -33,6 +33,8 @@ PACKAGES=(
 	# tests/sshd-test.sh's long listing through every client doc/operations.md
 	# names (curl through libssh2, sshfs over FUSE); bench/sshfs-tree.sh
 	sshfs curl
+	# make bench: the device's limit beside each cold row (fio O_DIRECT)
+	fio
 )
 
 say() { printf '==> %s\n' "$*"; }

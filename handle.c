@@ -214,6 +214,7 @@ int handle_detach(int idx, int *fd, DIR **dirp)
 	*fd = h->kind == HANDLE_FILE ? h->fd : -1;
 	*dirp = h->kind == HANDLE_DIR ? h->dirp : NULL;
 	free(h->name);
+	nocache_forget(&h->nocache);
 	slot_free(idx);
 	return 0;
 }

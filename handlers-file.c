@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "listing.h"
 #include "log.h"
+#include "nocache.h"
 #include "parse.h"
 #include "readahead.h"
 #include "readmem.h"
@@ -217,6 +218,14 @@ static void open_finish(struct request *req)
 			h->is_regular = 0;
 		if ((flags & O_ACCMODE) != O_WRONLY)
 			readahead_on_open(h, req->opened_fs_type);
+		/* Without a size nothing written counts as new (kept). */
+		nocache_open(&h->nocache, h->fd, h->is_regular, h->dev,
+		             req->opened_has_st
+		                 ? (uint64_t)req->opened_st.st_size
+		                 : UINT64_MAX);
+		/* With --nocache no hint at all: its pages would stay. */
+		if (h->nocache.mode != NOCACHE_OFF)
+			h->hint_waiting = 0;
 		send_handle(req, idx);
 		status = SSH2_FX_OK;
 	}
@@ -398,8 +407,10 @@ int process_close(struct request *req)
 	if (get_handle(req, "process_close", &idx) != 0)
 		return HANDLER_PARSE_ERROR;
 	debug3("request %u: close handle %u", req->id, idx);
-	if ((h = handle_get(idx, HANDLE_FILE)) != NULL)
+	if ((h = handle_get(idx, HANDLE_FILE)) != NULL) {
+		nocache_close(&h->nocache, h->fd);
 		job = close_job_new(h);
+	}
 	log_close(idx, job);
 	/* The slot is free now, as OpenSSH's is once it answers: later
 	 * requests see the handle gone. */
@@ -444,6 +455,11 @@ static void read_finish(struct request *req)
 	size_t n = req->io_done;
 	uint8_t *p = req->read_mem;
 
+	if (h != NULL) {
+		nocache_after_io(&h->nocache, h->fd, req->io.rw_refused);
+		nocache_after_read(&h->nocache, h->fd, req->start, n,
+		                   &req->nocache_read);
+	}
 	if (n == 0) {
 		request_give_read_mem(req);
 		if (last < 0) {
@@ -506,6 +522,8 @@ static void setup_io(struct request *req, struct handle *h, int idx,
 	}
 	req->io.opcode = op;
 	req->io.fd = h->fd;
+	req->io.rw_flags = h->is_regular ? nocache_rw_flags(&h->nocache) : 0;
+	req->io.rw_refused = 0;
 	req->io.buf = buf;
 	req->io.len = len;
 	req->io.owner = req;
@@ -549,9 +567,12 @@ int process_read(struct request *req)
 		return HANDLER_DONE;
 	}
 	/* A READ that continues a stream is in its read-ahead window:
-	 * read_hint_waiting need not look at it again. */
-	if (h->is_regular && readahead_on_read(h, pos, len))
+	 * read_hint_waiting need not look at it again.  With --nocache
+	 * there are no hints (their pages would stay cached). */
+	if (h->is_regular && h->nocache.mode == NOCACHE_OFF &&
+	    readahead_on_read(h, pos, len))
 		req->ahead_hinted = 1;
+	nocache_before_read(&h->nocache, h->fd, pos, len, &req->nocache_read);
 	/* The bytes are copied out of the file when the read runs, into
 	 * memory of ours (take_read_mem): a reply holds what the file held
 	 * then, whatever happens to the file afterwards. */
@@ -638,6 +659,11 @@ static void write_finish(struct request *req)
 	if (h != NULL) {
 		h->write_failed = req->io_done != req->io_want;
 		h->writes_failed |= h->write_failed;
+		nocache_after_io(&h->nocache, h->fd, req->io.rw_refused);
+		nocache_after_write(&h->nocache, h->fd,
+		                    req->end == UINT64_MAX ? UINT64_MAX
+		                                           : req->start,
+		                    req->io_done);
 	}
 	if (req->io_done == req->io_want) {
 		/* Only acknowledged bytes count, as in OpenSSH's close line. */

@@ -23,13 +23,8 @@
 #include "confine.h"
 #include "hostcheck.h"
 #include "json.h"
+#include "nocache.h" /* RWF_DONTCACHE */
 #include "testkernel.h"
-
-/* preadv2's flag (Linux 6.14): the read's pages leave the page cache once
- * it is done; older headers lack it. */
-#ifndef RWF_DONTCACHE
-#define RWF_DONTCACHE 0x00000080
-#endif
 
 /* ---- the probes ------------------------------------------------------ */
 

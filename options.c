@@ -44,6 +44,7 @@ enum long_only_option {
 	OPT_XFERLOG_FORMAT,
 	OPT_ATOMIC_UPLOADS,
 	OPT_FSYNC_ON_CLOSE,
+	OPT_NOCACHE,
 	OPT_CHECK,
 };
 
@@ -67,6 +68,7 @@ static const struct option long_options[] = {
     {"xferlog-format", required_argument, NULL, OPT_XFERLOG_FORMAT},
     {"atomic-uploads", no_argument, NULL, OPT_ATOMIC_UPLOADS},
     {"fsync-on-close", no_argument, NULL, OPT_FSYNC_ON_CLOSE},
+    {"nocache", no_argument, NULL, OPT_NOCACHE},
     {"check", optional_argument, NULL, OPT_CHECK},
     {NULL, 0, NULL, 0},
 };
@@ -148,6 +150,9 @@ static void __attribute__((noreturn)) help_exit(const char *prog)
 	       "                              at all\n"
 	       "  --fsync-on-close            CLOSE answers once the file is "
 	       "on disk\n"
+	       "  --nocache                   transfers leave the page "
+	       "cache as they\n"
+	       "                              found it\n"
 	       "  --check[=text|json]         print what this host gives the "
 	       "server\n"
 	       "                              (io_uring, Landlock, pipes, "
@@ -381,6 +386,9 @@ static int apply_long_option(struct options *o, int code, const char *arg,
 		break;
 	case OPT_FSYNC_ON_CLOSE:
 		o->fsync_on_close = 1;
+		break;
+	case OPT_NOCACHE:
+		o->nocache = 1;
 		break;
 	case OPT_CHECK:
 		o->check = arg == NULL

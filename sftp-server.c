@@ -40,6 +40,7 @@
 #include "kernelrules.h"
 #include "log.h"
 #include "monotonic.h"
+#include "nocache.h"
 #include "options.h"
 #include "output.h"
 #include "readmem.h"
@@ -446,6 +447,7 @@ int main(int argc, char **argv)
 	limits.max_reply_bytes = MAX_REPLY_BYTES;
 	queue_init(&limits);
 	coalesce_init(srv.opt.write_merge);
+	nocache_wanted = srv.opt.nocache;
 	if (input_init(INPUT_CHUNK, INPUT_CHUNKS) != 0 ||
 	    readmem_init(srv.opt.queue_depth) != 0)
 		fatal_exit(1, "out of memory");

@@ -381,6 +381,7 @@ class Scenario:
         self.pinnable = pinnable
         self.skip = skip or {}        # server key -> why it is not run
         self.option = option          # ours with an option OpenSSH lacks
+        self.limit = None             # (value, how): limit_of()
 
 
 # Every download runs on the servers' user's own file and again on one
@@ -545,6 +546,34 @@ def make_scenarios(w, cold):
                 for short, opt in (("atomic", "atomic-uploads"),
                                    ("fsync", "fsync-on-close"))]
 
+    def src_uncached():
+        # This file only, never the machine's cache: a cold download
+        # without root too.
+        unlink_up()
+        fd = os.open(src, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+    def nocache_checked(path, fn, verify_size=None):
+        """fn, then for ours the --nocache target: at most 5% of path in
+        the page cache (fincore); then the data checked (an upload's is
+        read back only now, which caches it)."""
+        def run(key, cmd, pin):
+            r = fn(key, cmd, pin)
+            res, size = run_cmd(["fincore", "-nb", "-o", "RES,SIZE",
+                                 path]).split()[:2]
+            pct = 100.0 * int(res) / max(1, int(size))
+            log("    %s: %.1f%% of %s cached after" % (
+                key, pct, os.path.basename(path)))
+            if key in OURS_KEYS and pct > 5:
+                raise RunError("--nocache left %.1f%% of %s cached (the "
+                               "target: at most 5%%)" % (pct, path))
+            if verify_size:
+                check_file(path, verify_size)
+                os.unlink(path)
+            return r
+        return run
+
     def paramiko(key, cmd, pin):
         out = run_cmd(pin + [Cfg.python, os.path.abspath(__file__),
                              "--paramiko-put", src_pm, up, "--"] + cmd)
@@ -578,6 +607,18 @@ def make_scenarios(w, cold):
         S("upload-255k", "upload %s, 255 KiB x %d" % (size, D), "MiB/s",
           load("upload", up, "-b", str(BIG), "-q", str(D), "-s", str(Cfg.size)),
           before=unlink_up),
+        S("nocache-download", "cold download %s, 255 KiB x %d, ours with "
+          "--nocache" % (size, D), "MiB/s",
+          ours_with(["--nocache"], nocache_checked(src, load(
+              "download", src, "-b", str(BIG), "-q", str(D), "-s",
+              str(Cfg.size)))),
+          before=src_uncached, pinnable=False, skip=NO_OPTION, option=True),
+        S("nocache-upload", "upload %s, 255 KiB x %d, ours with --nocache"
+          % (size, D), "MiB/s",
+          ours_with(["--nocache"], nocache_checked(up, load(
+              "upload", up, "--no-verify", "-b", str(BIG), "-q", str(D),
+              "-s", str(Cfg.size)), Cfg.size)),
+          before=unlink_up, pinnable=False, skip=NO_OPTION, option=True),
         S("download-32k", "warm download %s, 32 KiB x %d" % (size, D), "MiB/s",
           load("download", src, "-b", "32768", "-q", str(D), "-s",
                str(Cfg.size)), before=warm),
@@ -664,6 +705,60 @@ def make_scenarios(w, cold):
 SSHDS = {}
 
 
+# --- device and copy limits -------------------------------------------------
+# Beside every row, what the machine gives without any SFTP at all, so
+# each rate also says how close to the limit it is: fio with O_DIRECT at
+# the scenario's depth and block size for cold reads (the device), a pipe
+# copy (cat | cat) of the warm file for warm rows (the two copies every
+# server makes at the least).  Measured once per run, before the rounds.
+
+def fio_limit(path, rw, bs, depth):
+    """fio O_DIRECT rw of path, bs bytes at depth: MiB/s (read) or IOPS
+    (randread)."""
+    out = run_cmd(["fio", "--name=limit", "--filename=" + path, "--readonly",
+                   "--direct=1", "--ioengine=io_uring", "--rw=" + rw,
+                   "--bs=%d" % bs, "--iodepth=%d" % depth,
+                   "--size=%d" % os.path.getsize(path), "--runtime=5",
+                   "--time_based", "--output-format=json"])
+    job = json.loads(out[out.index("{"):])["jobs"][0]["read"]
+    return job["iops"] if rw == "randread" else job["bw_bytes"] / MiB
+
+
+def pipe_limit(path, dest):
+    """A warm pipe copy, cat path | cat >dest: MiB/s."""
+    prewarm(path)
+    t0 = time.monotonic()
+    subprocess.run("cat %s | cat >%s" % (shlex.quote(path), shlex.quote(dest)),
+                   shell=True, check=True)
+    took = time.monotonic() - t0
+    if dest != "/dev/null":
+        os.unlink(dest)
+    return os.path.getsize(path) / MiB / took
+
+
+def limit_of(sc, w, cold):
+    """(value, how) for sc's row, or None where no plain copy compares."""
+    src = os.path.join(w, "src")
+    try:
+        if sc.name.startswith("cold-randread") and cold:
+            return fio_limit(src, "randread", 32768, Cfg.depth), \
+                "fio O_DIRECT randread 32 KiB QD%d" % Cfg.depth
+        if sc.name == "nocache-download" or (
+                sc.name.startswith("cold-download") and cold):
+            return fio_limit(src, "read", BIG, Cfg.depth), \
+                "fio O_DIRECT read 255 KiB QD%d" % Cfg.depth
+    except (RunError, OSError, ValueError, KeyError) as e:
+        log("  limit of %s: fio failed: %s" % (sc.name, e))
+        return None
+    if sc.name.startswith(("upload-", "sftp-D-put", "nocache-upload")):
+        return pipe_limit(src, os.path.join(w, "limit-copy")), \
+            "pipe copy into a file"
+    if sc.name.startswith(("download-", "sftp-D-get", "devnull-",
+                           "cold-download")):
+        return pipe_limit(src, "/dev/null"), "pipe copy"
+    return None
+
+
 def metric_of(sc, r):
     if sc.metric == "MiB/s":
         return float(r["mib_s"])
@@ -732,22 +827,28 @@ def fmt_ratio(r):
 def table(rows, srv, title):
     lines = ["### " + title, "",
              "| scenario | metric | OpenSSH | ours | ratio | rounds | "
-             "OpenSSH CPU | ours CPU | CPU ratio |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "OpenSSH CPU | ours CPU | CPU ratio | limit | ours/limit |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for sc, res in rows:
         o, u = res["openssh"], res["ours"]
         rr = round_ratios(o["rate"], u["rate"])
-        lines.append("| %s | %s | %s | %s | **%s** | %s | %s | %s %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | **%s** | %s | %s | %s %s | %s | "
+                     "%s | %s |" % (
             sc.title, sc.metric, fmt(med(o["rate"])), fmt(med(u["rate"])),
             fmt_ratio(ratio(med(u["rate"]), med(o["rate"]))),
             "%.2f-%.2f" % (min(rr), max(rr)) if rr else "-",
             fmt(med(o["cpu"])), fmt(med(u["cpu"])), sc.cpu_unit,
-            fmt_ratio(ratio(med(u["cpu"]), med(o["cpu"])))))
+            fmt_ratio(ratio(med(u["cpu"]), med(o["cpu"]))),
+            limit_cell(sc), fmt_ratio(ratio(med(u["rate"]), limit_value(sc)))))
     lines.append("")
     lines.append("ratio: ours/OpenSSH of the medians (higher is better); "
                  "rounds: the lowest and highest per-round ratio. CPU: the "
                  "server's own user+system time from its rusage, per GiB or "
-                 "per file or entry; CPU ratio: lower is better.")
+                 "per file or entry; CPU ratio: lower is better. limit: the "
+                 "same work without SFTP, measured once (fio O_DIRECT at the "
+                 "scenario's depth and block size for cold reads, a pipe "
+                 "copy `cat FILE | cat` of the warm file for warm ones); "
+                 "ours/limit: how much of it ours reached.")
     lines.append("")
     extra = [s for s in srv if s[0] not in ("openssh", "ours")]
     if extra:
@@ -767,6 +868,16 @@ def table(rows, srv, title):
             lines.append("| %s | %s |" % (sc.title, " | ".join(cells)))
         lines.append("")
     return lines
+
+
+def limit_value(sc):
+    return sc.limit[0] if sc.limit else None
+
+
+def limit_cell(sc):
+    if not sc.limit:
+        return "-"
+    return "%s %s (%s)" % (fmt(sc.limit[0]), sc.metric, sc.limit[1])
 
 
 def round_ratios(o, u):
@@ -789,7 +900,8 @@ def readme_table(unpinned, pinned):
     """doc/benchmarks.md's benchmark table: ratio and CPU ratio, unpinned and
     pinned, each with its per-round spread."""
     lines = ["| scenario | ratio | CPU ratio | pinned ratio | "
-             "pinned CPU ratio |", "|---|---:|---:|---:|---:|"]
+             "pinned CPU ratio | limit | ours/limit |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     pin = {sc.name: res for sc, res in pinned}
     for sc, res in unpinned:
         cells = [sc.title]
@@ -797,10 +909,15 @@ def readme_table(unpinned, pinned):
             for m in ("rate", "cpu"):
                 cells.append(spread_cell(r["openssh"][m], r["ours"][m])
                              if r else "")
+        cells.append(limit_cell(sc))
+        cells.append(fmt_ratio(ratio(med(res["ours"]["rate"]),
+                                     limit_value(sc))))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Each cell: ours/OpenSSH of the medians, then (lowest-"
-                 "highest) of the per-round ratios.")
+                 "highest) of the per-round ratios; limit: fio O_DIRECT at "
+                 "the same depth and block size (cold reads) or a pipe copy "
+                 "(warm), and the fraction of it ours reached unpinned.")
     return lines
 
 
@@ -1047,6 +1164,11 @@ def bench(w):
         for k, label, cmd in srv:
             SSHDS[k] = Sshd(w, key, k, cmd)
 
+    for sc in scs:
+        sc.limit = limit_of(sc, w, cold)
+        if sc.limit:
+            log("%s: limit %.1f %s (%s)" % (sc.name, sc.limit[0], sc.metric,
+                                           sc.limit[1]))
     unpinned, pinned = [], []
     for sc in scs:
         log("%s: %s" % (sc.name, sc.title))
@@ -1094,6 +1216,7 @@ def bench(w):
     raw = {"unpinned": {sc.name: r for sc, r in unpinned},
            "pinned": {sc.name: r for sc, r in pinned},
            "servers": {k: cmd for k, _, cmd in srv}, "cold": cold,
+           "limits": {sc.name: sc.limit for sc in scs},
            "rounds": Cfg.rounds}
     with open(os.path.join(Cfg.out, "results.json"), "w") as f:
         json.dump(raw, f, indent=1)

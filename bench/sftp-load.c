@@ -33,8 +33,9 @@
  *   check PATH    compare the local file PATH with SIZE bytes of the pattern
  *   wrap FILE -- SERVER [ARGS...]
  *                 run SERVER on this process's stdin and stdout, write its
- *                 rusage to FILE when it exits, exit with its status (for
- *                 servers started by sftp -D or sshd)
+ *                 rusage to FILE when it exits (CPU seconds, context
+ *                 switches and page faults), exit with its status (for
+ *                 servers started by sftp -D or sshd, and tests/budget.sh)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1356,11 +1357,14 @@ static int wrap(char **argv)
 	f = fopen(tmp, "w");
 	if (!f)
 		die("%s: %s", tmp, strerror(errno));
-	fprintf(f, "server_user=%.6f server_sys=%.6f status=%d\n",
+	fprintf(f,
+	        "server_user=%.6f server_sys=%.6f status=%d nvcsw=%ld "
+	        "nivcsw=%ld minflt=%ld majflt=%ld\n",
 	        ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 	        ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
 	        WIFEXITED(status) ? WEXITSTATUS(status)
-	                          : 128 + WTERMSIG(status));
+	                          : 128 + WTERMSIG(status),
+	        ru.ru_nvcsw, ru.ru_nivcsw, ru.ru_minflt, ru.ru_majflt);
 	if (fclose(f) || rename(tmp, g.path))
 		die("%s: %s", g.path, strerror(errno));
 	if (WIFSIGNALED(status))

@@ -78,6 +78,12 @@ struct io_op {
 	/* IO_CALL: the work, run in a worker thread; it sets result. */
 	void (*call)(struct io_op *op);
 	ssize_t result; /* bytes moved, or -errno */
+	/* IO_READ, IO_WRITE and IO_WRITEV: preadv2/pwritev2 flags
+	 * (RWF_DONTCACHE for --nocache: nocache.h).  Where the kernel or the
+	 * file system refuses them (EOPNOTSUPP), the back end makes the call
+	 * again without them and sets rw_refused. */
+	int rw_flags;
+	int rw_refused;
 	/* The metadata calls' names and flags (see enum io_opcode). */
 	const char *path, *path2;
 	int at_flags;

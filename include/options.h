@@ -28,6 +28,7 @@ struct options {
 	int xferlog_format;      /* --xferlog-format: enum xferlog_format */
 	int atomic_uploads;      /* --atomic-uploads (upload.c) */
 	int fsync_on_close;      /* --fsync-on-close (upload.c) */
+	int nocache;             /* --nocache (nocache.h) */
 	int file_mode;           /* -m: mode of files created, -1: not set */
 	int dir_mode;            /* -M: mode of directories created, or -1 */
 	int check;               /* --check[=text|json]: enum check_format */

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "buf.h"
+#include "nocache.h"
 #include "order.h"
 
 struct handler;
@@ -94,6 +95,8 @@ struct request {
 	uint8_t *read_mem;
 	int read_mem_slot;
 	size_t read_reply_len;
+	/* --nocache: which of a READ's pages were cached before it. */
+	struct nocache_read nocache_read;
 	/* A READ whose range the kernel was asked to read ahead, or need not
 	 * be (readahead.h): while it waits for READ memory, once is enough. */
 	int ahead_hinted;

@@ -25,6 +25,7 @@ N_FAILED=0
 N_SKIPPED=0
 WORK=
 CLEANUP_PIDS=()
+LOOP_DEVS=() # loop devices to detach at exit (after umount_below)
 
 pass() {
 	N_PASSED=$((N_PASSED + 1))
@@ -150,6 +151,9 @@ cleanup() {
 	done
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		umount_below "$WORK"
+		for pid in ${LOOP_DEVS[@]+"${LOOP_DEVS[@]}"}; do
+			losetup -d "$pid" 2>/dev/null || true
+		done
 		if [ "${KEEP_WORK:-0}" = 1 ]; then
 			echo "kept $WORK"
 		else
@@ -534,4 +538,70 @@ wrap_server() {
 		cat
 	} >"$1/uring-sftp-server"
 	chmod 755 "$1" "$1/uring-sftp-server"
+}
+
+# page_cache_drop FILE [OFF LEN]: FILE's pages (or the range's) out of the
+# page cache, written back first (posix_fadvise DONTNEED: this file only,
+# never the machine's cache).
+page_cache_drop() {
+	"$PYTHON3" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.fdatasync(fd)
+off, n = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (0, 0)
+os.posix_fadvise(fd, off, n, os.POSIX_FADV_DONTNEED)
+os.close(fd)' "$@"
+}
+
+# page_cache_warm FILE [OFF LEN]: FILE's pages (or the range's) read into
+# the page cache, and no more (no read-ahead past them).
+page_cache_warm() {
+	"$PYTHON3" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+off, n = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (0, os.fstat(fd).st_size)
+while n > 0:
+    got = len(os.pread(fd, min(n, 1 << 20), off))
+    if got == 0:
+        break
+    off += got
+    n -= got
+os.close(fd)' "$@"
+}
+
+# page_cache_pct FILE: the percentage of FILE's pages in the page cache
+# (fincore, util-linux).
+page_cache_pct() {
+	local line
+	line=$(fincore -nb -o RES,SIZE "$1")
+	# shellcheck disable=SC2086 # two numbers
+	set -- $line
+	echo $(($1 * 100 / ($2 > 0 ? $2 : 1)))
+}
+
+# droppable_dir DIR MB: DROP_DIR=DIR when its file system drops the pages
+# DONTNEED asks to drop (not tmpfs), else, as root, a fresh ext4 of MB MiB
+# on a loop device under WORK (undone at exit); else skip the test.
+droppable_dir() {
+	local dir=$1 mb=$2 dev
+	mkdir -p "$dir"
+	head -c 1048576 /dev/urandom >"$dir/.probe"
+	page_cache_drop "$dir/.probe"
+	if [ "$(page_cache_pct "$dir/.probe")" -le 5 ]; then
+		rm -f "$dir/.probe"
+		DROP_DIR=$dir
+		return 0
+	fi
+	rm -f "$dir/.probe"
+	[ "$(id -u)" = 0 ] ||
+		skip_all "$dir keeps the pages DONTNEED drops (tmpfs?)"
+	note "$dir keeps the pages DONTNEED drops: using a loop ext4"
+	truncate -s "${mb}M" "$WORK/disk.img"
+	mkfs.ext4 -q -F "$WORK/disk.img"
+	dev=$(losetup --find --show "$WORK/disk.img")
+	LOOP_DEVS+=("$dev")
+	mkdir "$WORK/disk"
+	mount "$dev" "$WORK/disk"
+	DROP_DIR=$WORK/disk
 }

@@ -177,4 +177,16 @@ run_counted readsafety.py "$WORK/out" "$PYTHON3" "$TESTS_DIR/readsafety.py" \
 	--server "$SERVER" --server-args="${SERVER_ARGS:-}" \
 	--openssh "$OPENSSH_SFTP_SERVER" --root-owned tmpfs \
 	--only "${READSAFETY_ONLY:-*}" -v "${TARGETS[@]}"
+
+# The same checks of --nocache reads on the ext4 (RWF_DONTCACHE, or on a
+# kernel before 6.14 mincore before and DONTNEED after): every DATA byte
+# still checked, writers still never wait.
+if [ -d "$MNT/ext4/rs" ] && ! is_openssh_server; then
+	echo "=== $SERVER ${SERVER_ARGS:-} --nocache, on the ext4"
+	run_counted readsafety.py "$WORK/out.nocache" "$PYTHON3" \
+		"$TESTS_DIR/readsafety.py" --server "$SERVER" \
+		--server-args="${SERVER_ARGS:-} --nocache" \
+		--openssh "$OPENSSH_SFTP_SERVER" --only "${READSAFETY_ONLY:-ext4*}" \
+		-v --target "ext4=$MNT/ext4/rs"
+fi
 finish
