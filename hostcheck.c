@@ -366,6 +366,8 @@ int hostcheck_atomic_uploads(const struct hostcheck *h, char *why, size_t size)
 
 int hostcheck_nocache(const struct hostcheck *h, char *why, size_t size)
 {
+	int memory, n;
+
 	if (h->probe_file_err != 0) {
 		snprintf(why, size,
 		         "cannot tell: no file to try it on in the start "
@@ -373,15 +375,25 @@ int hostcheck_nocache(const struct hostcheck *h, char *why, size_t size)
 		         strerror(h->probe_file_err));
 		return 0;
 	}
-	if (h->dontcache_err == 0) {
-		snprintf(why, size, "RWF_DONTCACHE on every read and write");
-		return 1;
-	}
-	if (h->fadvise_err == 0) {
-		snprintf(why, size,
-		         "the server's own way, mincore before a READ and "
-		         "POSIX_FADV_DONTNEED after (RWF_DONTCACHE: %s)",
-		         strerror(h->dontcache_err));
+	/* tmpfs and ramfs: the page cache is the file, nothing leaves. */
+	memory = strcmp(h->fs_type, "tmpfs") == 0 ||
+	         strcmp(h->fs_type, "ramfs") == 0;
+	if (h->dontcache_err == 0 || h->fadvise_err == 0) {
+		if (h->dontcache_err == 0)
+			n = snprintf(why, size,
+			             "RWF_DONTCACHE on every read and write");
+		else
+			n = snprintf(why, size,
+			             "the server's own way: mincore before it "
+			             "reads, POSIX_FADV_DONTNEED behind the "
+			             "stream (RWF_DONTCACHE: %s)",
+			             strerror(h->dontcache_err));
+		if (memory && n > 0 && (size_t)n < size)
+			snprintf(
+			    why + n, size - (size_t)n,
+			    "; on %s nothing is dropped: the page cache is "
+			    "the file",
+			    h->fs_type);
 		return 1;
 	}
 	snprintf(why, size,

@@ -176,6 +176,8 @@ START_TEST(test_options_would_work_or_why_not)
 	       "RWF_DONTCACHE on every read and write");
 	h.dontcache_err = EOPNOTSUPP;
 	expect(hostcheck_nocache, &h, 1, "the server's own way");
+	strcpy(h.fs_type, "tmpfs");
+	expect(hostcheck_nocache, &h, 1, "; on tmpfs nothing is dropped");
 	h.fadvise_err = ESPIPE;
 	expect(hostcheck_nocache, &h, 0, "neither RWF_DONTCACHE");
 	h.probe_file_err = EACCES;
