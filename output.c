@@ -14,6 +14,7 @@
 
 #include "outpace.h"
 #include "output.h"
+#include "stdio-pipes.h"
 
 static const struct output_ops *ops;
 static uint64_t out_total; /* bytes written to stdout so far */
@@ -49,6 +50,7 @@ static int64_t stdout_unread(void)
 const struct output_ops output_stdout_ops = {
     .writev = stdout_writev,
     .unread = stdout_unread,
+    .resize = stdio_stdout_resize,
 };
 
 /* May this process run on more than one CPU?  If not, stdout's reader
@@ -132,6 +134,17 @@ int output_writev(const struct iovec *iov, int cnt, size_t *moved)
 		n = ops->writev(iov, cnt);
 	} while (n == -1 && errno == EINTR);
 	return outcome(n, moved);
+}
+
+size_t output_resize(size_t bytes)
+{
+	size_t size;
+
+	if (ops->resize == NULL || gone || (size = ops->resize(bytes)) == 0)
+		return 0;
+	if (pace.capacity != 0)
+		pace.capacity = size;
+	return size;
 }
 
 /* ------------------------------------------------------------------ */

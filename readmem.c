@@ -13,7 +13,8 @@
 
 int readmem_ring_init(struct readmem_ring *r, size_t size, unsigned max_pieces)
 {
-	r->size = size;
+	r->size = r->limit = size;
+	r->wrap = 0;
 	r->first = r->count = 0;
 	r->cap = max_pieces > 0 ? max_pieces : 1;
 	r->pieces = calloc(r->cap, sizeof(*r->pieces));
@@ -36,11 +37,13 @@ int readmem_ring_take(struct readmem_ring *r, size_t len, size_t *off)
 {
 	const struct readmem_piece *oldest, *newest;
 	struct readmem_piece *p;
-	size_t end, at;
+	size_t end, at, lim = r->limit;
 
 	if (len == 0 || len > r->size || r->count == r->cap)
 		return -1;
 	if (r->count == 0) {
+		/* Alone, a piece may pass the window: a READ larger than a
+		 * small window still runs, one at a time. */
 		at = 0;
 	} else {
 		oldest = piece_at(r, 0);
@@ -49,13 +52,15 @@ int readmem_ring_take(struct readmem_ring *r, size_t len, size_t *off)
 		if (newest->off >= oldest->off) {
 			/* Not wrapped: room after the newest, else from the
 			 * start up to the oldest. */
-			if (r->size - end >= len)
+			if (end <= lim && lim - end >= len) {
 				at = end;
-			else if (oldest->off >= len)
+			} else if (oldest->off >= len && len <= lim) {
 				at = 0;
-			else
+				r->wrap = end;
+			} else {
 				return -1;
-		} else if (oldest->off - end >= len) {
+			}
+		} else if (oldest->off - end >= len && end + len <= lim) {
 			at = end; /* wrapped: only between the two */
 		} else {
 			return -1;
@@ -97,14 +102,33 @@ size_t readmem_ring_held(const struct readmem_ring *r)
 	end = newest->off + newest->len;
 	if (newest->off >= oldest->off)
 		return end - oldest->off;
-	return r->size - oldest->off + end;
+	return r->wrap - oldest->off + end;
+}
+
+void readmem_ring_limit(struct readmem_ring *r, size_t limit)
+{
+	r->limit = limit < r->size ? limit : r->size;
+}
+
+size_t readmem_ring_reach(const struct readmem_ring *r)
+{
+	size_t reach = 0, end;
+	unsigned i;
+
+	for (i = 0; i < r->count; i++) {
+		end = piece_at(r, i)->off + piece_at(r, i)->len;
+		if (piece_at(r, i)->live && end > reach)
+			reach = end;
+	}
+	return reach;
 }
 
 /* --- The session's region ------------------------------------------------ */
 
 static struct readmem_ring ring;
 static uint8_t *base;
-static int touched;
+static size_t touched;  /* pages may be in use below this */
+static int short_taken; /* the last take found no room */
 
 int readmem_init(unsigned max_pieces)
 {
@@ -129,9 +153,13 @@ uint8_t *readmem_take(size_t len, int *slot)
 {
 	size_t off;
 
-	if (base == NULL || (*slot = readmem_ring_take(&ring, len, &off)) < 0)
+	if (base == NULL || (*slot = readmem_ring_take(&ring, len, &off)) < 0) {
+		short_taken = 1;
 		return NULL;
-	touched = 1;
+	}
+	short_taken = 0;
+	if (off + len > touched)
+		touched = off + len;
 	return base + off;
 }
 
@@ -140,15 +168,44 @@ void readmem_give(int slot)
 	readmem_ring_give(&ring, slot);
 }
 
+int readmem_waiting(void)
+{
+	return short_taken;
+}
+
+/* Give back the pages from "from" on, as far as pieces have used them. */
+static void release_from(size_t from)
+{
+	from = (from + READMEM_PAGE - 1) / READMEM_PAGE * READMEM_PAGE;
+	if (from >= touched)
+		return;
+	(void)madvise(base + from, touched - from, MADV_DONTNEED);
+	touched = from;
+}
+
+void readmem_set_window(size_t bytes, size_t keep)
+{
+	size_t reach;
+
+	if (base == NULL)
+		return;
+	readmem_ring_limit(&ring, bytes);
+	/* Pages past what is kept that no piece holds go back now; those a
+	 * piece still holds, at a later call. */
+	reach = readmem_ring_reach(&ring);
+	if (keep < ring.limit)
+		keep = ring.limit;
+	release_from(reach > keep ? reach : keep);
+}
+
 int readmem_reclaimable(void)
 {
-	return base != NULL && touched && ring.count == 0;
+	return base != NULL && touched != 0 && ring.count == 0;
 }
 
 void readmem_release_idle(void)
 {
 	if (!readmem_reclaimable())
 		return;
-	(void)madvise(base, READMEM_BYTES, MADV_DONTNEED);
-	touched = 0;
+	release_from(0);
 }

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "io.h"
 #include "coalesce.h"
+#include "footprint.h"
 #include "frame.h"
 #include "input.h"
 #include "log.h"
@@ -33,6 +34,8 @@
 #define HELD_INPUT_RECHECK_NS 10000000
 /* Nothing to do for this long: give READ memory's pages back. */
 #define READ_MEMORY_IDLE_NS 1000000000
+/* READ memory's window at its smallest: what an idle session may keep. */
+#define READ_WINDOW_LEAST (64 * 1024)
 
 static ssize_t stdin_read(void *buf, size_t len)
 {
@@ -65,6 +68,9 @@ static int out_blocked;        /* stdout was full: wait for room */
 static int paced, idle;
 static int64_t recheck_ns;
 static uint64_t progress, progress_seen;
+/* What the session's downloads may cycle through, and stdout's size. */
+static struct footprint footprint;
+static size_t stdout_size;
 
 void session_init(const struct input_ops *ops)
 {
@@ -75,6 +81,33 @@ void session_init(const struct input_ops *ops)
 	out_blocked = paced = idle = 0;
 	recheck_ns = 0;
 	progress = progress_seen = 0;
+	session_size_stdout(0, 0);
+}
+
+void session_size_stdout(size_t least, size_t most)
+{
+	footprint_init(&footprint, READ_WINDOW_LEAST, READMEM_BYTES, least,
+	               most);
+	stdout_size = least;
+	readmem_set_window(footprint.readmem.now, footprint.readmem.keep);
+}
+
+/* Apply footprint.h's sizes: READ memory's window, stdout's size. */
+static void apply_footprint(void)
+{
+	static size_t window;
+	size_t was = stdout_size;
+
+	readmem_set_window(footprint.readmem.now, footprint.readmem.keep);
+	if (footprint.pipe.max != 0 && footprint.pipe.now != stdout_size &&
+	    !output_gone())
+		stdout_size = output_resize(footprint.pipe.now);
+	if (stdout_size != was || footprint.readmem.now != window)
+		debug2("footprint: READ window %zu KiB, stdout %zu KiB, reader "
+		       "%.0f MB/s",
+		       footprint.readmem.now / 1024, stdout_size / 1024,
+		       footprint.rate * 1000);
+	window = footprint.readmem.now;
 }
 
 static void stop_input(int status, const char *fatal)
@@ -155,20 +188,27 @@ static void read_input(void)
 	}
 }
 
+static size_t iov_bytes(const struct iovec *iov, int cnt)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
 /* Nobody reads stdout: the replies are dropped as they become ready. */
 static void drop_output(void)
 {
 	struct iovec iov[MAX_IOV];
-	size_t len;
-	int cnt, i;
+	int cnt;
 
 	for (;;) {
 		queue_output_consumed(0);
 		if ((cnt = queue_output_iov(iov, MAX_IOV)) == 0)
 			return;
-		for (len = 0, i = 0; i < cnt; i++)
-			len += iov[i].iov_len;
-		queue_output_consumed(len);
+		queue_output_consumed(iov_bytes(iov, cnt));
 	}
 }
 
@@ -196,6 +236,11 @@ static int write_output(void)
 		switch (rc) {
 		case OUTPUT_MOVED:
 			progress++;
+			/* Part of it: stdout is full now.  Trying again
+			 * would only return EAGAIN, a system call for
+			 * nothing on every wake-up. */
+			if (moved < iov_bytes(iov, cnt))
+				return 1;
 			break;
 		case OUTPUT_FULL:
 			return 1;
@@ -273,7 +318,8 @@ int session_turn(void)
 }
 
 /* Read stdin this turn?  While a full stdout still has a backlog of
- * replies, new requests could not be answered any sooner, and sleeping
+ * replies, or READs wait for READ memory that only stdout's room will
+ * free, new requests could not be answered any sooner, and sleeping
  * until each one arrives (the client sends one per reply it reads) costs
  * a sleep and a wake-up apiece.  So then stdin is read only when bytes
  * already wait in it, and otherwise looked at again soon (*held): a
@@ -287,7 +333,7 @@ static int want_input(int *held)
 	if (input_eof || input_stop || end_now || input_room(&room) == NULL)
 		return 0;
 	if (!out_blocked || output_gone() ||
-	    queue_output_bytes() < OUTPUT_BACKLOG)
+	    (queue_output_bytes() < OUTPUT_BACKLOG && !readmem_waiting()))
 		return 1;
 	*held = 1;
 	return in->waiting() > 0;
@@ -315,6 +361,11 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 	int held, moved = moved_since_plan();
 	int64_t wait_ns = -1, pace;
 
+	/* READs waiting for READ memory while stdout has room: the reader
+	 * waits for us. */
+	if (footprint_update(&footprint, output_total(),
+	                     readmem_waiting() && !out_blocked, now_ns))
+		apply_footprint();
 	w->input = want_input(&held);
 	w->watch_output = !output_gone();
 	w->output = 0;
@@ -348,8 +399,11 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 
 void session_wake(const struct session_events *ev, int64_t now_ns)
 {
-	if (ev->timed_out && idle)
+	if (ev->timed_out && idle) {
 		readmem_release_idle();
+		footprint_idle(&footprint);
+		apply_footprint();
+	}
 	if (paced && output_pace_woke(now_ns))
 		out_blocked = 0;
 	if (ev->output_error && !output_gone()) {

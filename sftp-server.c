@@ -253,6 +253,7 @@ static void serve(void)
 	int step, status;
 
 	session_init(&session_stdin_ops);
+	session_size_stdout(stdio_stdout_least(), stdio_stdout_most());
 	while ((step = session_turn()) != SESSION_DONE)
 		if (step == SESSION_WAIT)
 			wait_for_events();

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -17,10 +18,17 @@
 #define SESSION_PIPE_BYTES (2 * 1024 * 1024)
 /* Our stdio pipes grow to these when the budget allows.  sshd reads
  * stdout 32 KiB at a time: a full 1 MiB there means few wake-ups (a
- * 64 KiB one cost a download 5 times the CPU).  For uploads, a 1 MiB
+ * 64 KiB one cost a download 5 times the CPU); stdout grows that far
+ * only while its reader's rate asks for it (footprint.h).  For uploads, a 1 MiB
  * stdin took 255 KiB WRITEs to /dev/null at 2.8-3.0 GB/s where 256 KiB
  * gave 1.9-2.4 (and more CPU per GiB), on a quiet machine. */
 #define STDOUT_PIPE_BYTES (1024 * 1024)
+/* stdout's size at start, and its smallest: a client may send many
+ * requests before it reads a reply (OpenSSH's server keeps the replies
+ * in its own buffer), and a READ's reply of 64 KiB with a thousand
+ * STATUS replies behind it must still fit, or the session stops taking
+ * input (tests/hostile.py, eager-writer). */
+#define STDOUT_PIPE_LEAST (256 * 1024)
 #define STDIN_PIPE_BYTES (1024 * 1024)
 /* A fresh pipe's slots (PIPE_DEF_BUFFERS). */
 #define DEFAULT_SLOTS 16
@@ -32,6 +40,9 @@ static struct pipe_limits limits;
 static int limits_read;
 static unsigned long session_budget; /* pages, stdio growth included */
 static unsigned long stdio_pages;    /* what our stdio pipes grew by */
+static unsigned long stdout_pages;   /* stdout's size now; 0: no pipe */
+static unsigned long stdout_least;   /* ... as we found it */
+static unsigned long stdout_most;    /* ... as far as it may grow */
 
 /* --- The decisions (pure) ------------------------------------------------ */
 
@@ -180,6 +191,27 @@ static void at_limit(const char *what)
 		        what);
 }
 
+/* Set a pipe of ours from old to size pages, within the budget and
+ * leaving the reserve: 1 when done. */
+static int set_size(int fd, unsigned long old, unsigned long size)
+{
+	if (size > old && stdio_pages + (size - old) > session_budget)
+		return 0;
+	if (fcntl(fd, F_SETPIPE_SZ, (int)(size * page_size)) <
+	    (int)(size * page_size)) {
+		if (size > old)
+			at_limit("F_SETPIPE_SZ");
+		return 0; /* shrinking: its contents do not fit yet */
+	}
+	if (size > old && !reserve_left()) {
+		(void)fcntl(fd, F_SETPIPE_SZ, (int)(old * page_size));
+		at_limit("the reserve");
+		return 0;
+	}
+	stdio_pages = stdio_pages + size - old;
+	return 1;
+}
+
 void stdio_pipe_grow(int fd)
 {
 	unsigned long want, keep, old, grown;
@@ -193,17 +225,52 @@ void stdio_pipe_grow(int fd)
 	old = (unsigned long)got / page_size;
 	stdio_want(&limits, page_size, fd == STDIN_FILENO, &want, &keep);
 	grown = pipe_stdio_size(session_budget, stdio_pages, old, want, keep);
-	if (grown == 0)
-		return;
-	if (fcntl(fd, F_SETPIPE_SZ, (int)(grown * page_size)) <
-	    (int)(grown * page_size)) {
-		at_limit("F_SETPIPE_SZ");
+	if (fd == STDOUT_FILENO) {
+		/* To its least now, later as far as its reader's rate asks. */
+		stdout_pages = old;
+		stdout_most = grown > old ? grown : old;
+		stdout_least = STDOUT_PIPE_LEAST / page_size;
+		if (stdout_least > stdout_most)
+			stdout_least = stdout_most;
+		if (stdout_least > old && set_size(fd, old, stdout_least))
+			stdout_pages = stdout_least;
+		stdout_least = stdout_pages;
 		return;
 	}
-	if (!reserve_left()) {
-		(void)fcntl(fd, F_SETPIPE_SZ, got);
-		at_limit("the reserve");
-		return;
-	}
-	stdio_pages += grown - old;
+	if (grown != 0)
+		(void)set_size(fd, old, grown);
+}
+
+size_t stdio_stdout_least(void)
+{
+	return stdout_least * page_size;
+}
+
+size_t stdio_stdout_most(void)
+{
+	return stdout_most * page_size;
+}
+
+size_t stdio_stdout_resize(size_t bytes)
+{
+	unsigned long size = bytes / page_size;
+	int unread = 0;
+
+	if (stdout_pages == 0)
+		return 0;
+	if (size < stdout_least)
+		size = stdout_least;
+	if (size > stdout_most)
+		size = stdout_most;
+	if (size == stdout_pages)
+		return stdout_pages * page_size;
+	/* A pipe shrinks only when what it holds fits (the kernel says
+	 * EBUSY otherwise): asked first, which costs less than the try. */
+	if (size < stdout_pages &&
+	    (ioctl(STDOUT_FILENO, FIONREAD, &unread) == -1 ||
+	     (unsigned long)unread + page_size > size * page_size))
+		return stdout_pages * page_size;
+	if (set_size(STDOUT_FILENO, stdout_pages, size))
+		stdout_pages = size;
+	return stdout_pages * page_size;
 }

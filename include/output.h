@@ -18,6 +18,9 @@ struct output_ops {
 	/* Bytes written to stdout that its reader has not read yet, or -1
 	 * when that cannot be told. */
 	int64_t (*unread)(void);
+	/* Make stdout's buffer about bytes large: its size now, or 0 when
+	 * it cannot be sized (NULL: never). */
+	size_t (*resize)(size_t bytes);
 };
 
 /* The real stdout (fd 1): FIONREAD on a pipe, SIOCOUTQ on a socket. */
@@ -40,6 +43,10 @@ int output_writev(const struct iovec *iov, int cnt, size_t *moved);
  * is dropped. */
 void output_lost(void);
 int output_gone(void);
+
+/* Size stdout's buffer towards bytes (ops->resize), and pace by the new
+ * size: its size now, or 0 when it is not sized. */
+size_t output_resize(size_t bytes);
 
 /* All bytes written so far. */
 uint64_t output_total(void);

@@ -23,6 +23,8 @@
 /* The region: READ data a session may hold at once.  Measured in
  * doc/design.md ("READ memory"). */
 #define READMEM_BYTES (1536 * 1024)
+/* Pages are given back in this unit (the smallest page we run on). */
+#define READMEM_PAGE 4096
 
 /* The ring's bookkeeping, pure (tests/check_readmem.c): offsets only. */
 struct readmem_piece {
@@ -32,6 +34,9 @@ struct readmem_piece {
 
 struct readmem_ring {
 	size_t size;                  /* bytes of the region */
+	size_t limit;                 /* the window: new pieces end within */
+	size_t wrap;                  /* where the newest ended at the last
+	                               * wrap to the start */
 	struct readmem_piece *pieces; /* oldest first, from first */
 	unsigned cap;                 /* slots in pieces */
 	unsigned first, count;        /* the oldest's slot; pieces held */
@@ -48,6 +53,12 @@ void readmem_ring_give(struct readmem_ring *r, int slot);
 /* Bytes between the oldest piece held and the end of the newest: what
  * the region holds now, gaps included (0 when empty). */
 size_t readmem_ring_held(const struct readmem_ring *r);
+/* Take new pieces only within the first limit bytes (at most the
+ * region), except a piece alone in the ring, which may be as large as
+ * the region.  Pieces held beyond stay until given back. */
+void readmem_ring_limit(struct readmem_ring *r, size_t limit);
+/* Where the last byte of a piece held ends (0 when none). */
+size_t readmem_ring_reach(const struct readmem_ring *r);
 
 /* The session's region, for up to max_pieces READs at once: 0, or -errno.
  * It is only address space until READs touch it, so a session that never
@@ -57,6 +68,13 @@ int readmem_init(unsigned max_pieces);
  * READ must wait for earlier replies to go out. */
 uint8_t *readmem_take(size_t len, int *slot);
 void readmem_give(int slot);
+/* The last READ that asked found no room: it waits for earlier replies,
+ * or for a wider window. */
+int readmem_waiting(void);
+/* New pieces go within the first bytes of the region (footprint.h: the
+ * window follows the reader's rate); pages past keep (at least bytes)
+ * that no piece holds are given back to the system. */
+void readmem_set_window(size_t bytes, size_t keep);
 /* Nothing is held, but pages were used since they were last given back:
  * after a while with nothing to do, readmem_release_idle gives them to the
  * system (they come back, zeroed, on next use). */

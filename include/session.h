@@ -29,6 +29,10 @@ extern const struct input_ops session_stdin_ops;
  * and output must be set up (and, between sessions, reset) by the
  * caller. */
 void session_init(const struct input_ops *in);
+/* stdout is a pipe of least bytes that may grow to most: the session
+ * sizes it to its reader's rate (footprint.h).  Without this call (or
+ * with most 0) stdout keeps its size. */
+void session_size_stdout(size_t least, size_t most);
 
 enum session_step {
 	SESSION_AGAIN, /* something moved: turn again before sleeping */

@@ -8,11 +8,22 @@
 #ifndef STDIO_PIPES_H
 #define STDIO_PIPES_H
 
+#include <stddef.h>
+
 #include "pipe-quota.h"
 
 /* Grow a stdio pipe of ours (stdin first, then stdout) as far as the
- * session's share allows. */
+ * session's share allows: stdin at once; stdout to 256 KiB, and further
+ * later by stdio_stdout_resize as its reader's rate asks. */
 void stdio_pipe_grow(int fd);
+/* stdout's size at start, its smallest, and as far as it may grow
+ * (bytes; 0 when stdout is no pipe). */
+size_t stdio_stdout_least(void);
+size_t stdio_stdout_most(void);
+/* Grow or shrink stdout towards bytes, within those bounds; a pipe that
+ * holds more than the new size keeps its size for now.  Returns its size
+ * (0: no pipe). */
+size_t stdio_stdout_resize(size_t bytes);
 
 /* The decisions, pure (tests/check_pipes.c).  Sizes in pages. */
 /* Pages one session may grow its stdio pipes by, given what it would like

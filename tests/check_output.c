@@ -54,7 +54,8 @@ static int64_t fake_unread(void)
 	return unread;
 }
 
-static const struct output_ops fake_ops = {fake_writev, fake_unread};
+static const struct output_ops fake_ops = {
+    .writev = fake_writev, .unread = fake_unread, .resize = NULL};
 
 static void setup(void)
 {

@@ -72,6 +72,67 @@ START_TEST(test_read_memory_ring_slots)
 }
 END_TEST
 
+/* A window: new pieces end within it, so a session cycles only its first
+ * bytes; a piece alone may pass it (a READ larger than a small window
+ * still runs); pieces beyond a narrowed window stay until given back. */
+START_TEST(test_read_memory_window)
+{
+	struct readmem_ring r;
+	size_t off[4];
+	int slot[4];
+
+	ck_assert_int_eq(readmem_ring_init(&r, 1000, 8), 0);
+	readmem_ring_limit(&r, 100);
+	/* Alone: as large as the region, never larger. */
+	ck_assert_int_eq(readmem_ring_take(&r, 1001, &off[0]), -1);
+	slot[0] = readmem_ring_take(&r, 300, &off[0]);
+	ck_assert_int_ge(slot[0], 0);
+	ck_assert_uint_eq(off[0], 0);
+	ck_assert_uint_eq(readmem_ring_reach(&r), 300);
+	/* Not beside it: the window is passed already. */
+	ck_assert_int_eq(readmem_ring_take(&r, 10, &off[1]), -1);
+	readmem_ring_give(&r, slot[0]);
+	ck_assert_uint_eq(readmem_ring_reach(&r), 0);
+	/* Within the window, pieces cycle through its 100 bytes only. */
+	slot[0] = readmem_ring_take(&r, 40, &off[0]);
+	slot[1] = readmem_ring_take(&r, 40, &off[1]);
+	ck_assert_uint_eq(off[1], 40);
+	ck_assert_int_eq(readmem_ring_take(&r, 40, &off[2]), -1);
+	readmem_ring_give(&r, slot[0]);
+	slot[2] = readmem_ring_take(&r, 40, &off[2]);
+	ck_assert_int_ge(slot[2], 0);
+	ck_assert_uint_eq(off[2], 0); /* wrapped at 80, not at 1000 */
+	ck_assert_uint_eq(readmem_ring_held(&r), 80);
+	/* Wrapped: between the newest and the oldest, within the window. */
+	ck_assert_int_eq(readmem_ring_take(&r, 1, &off[3]), -1);
+	readmem_ring_give(&r, slot[1]);
+	readmem_ring_give(&r, slot[2]);
+	/* Wider: the pieces go on past the old window... */
+	readmem_ring_limit(&r, 500);
+	slot[0] = readmem_ring_take(&r, 200, &off[0]);
+	slot[1] = readmem_ring_take(&r, 200, &off[1]);
+	ck_assert_uint_eq(off[1], 200);
+	/* ...narrowed again while they are held: nothing new past 100, the
+	 * held pieces stay where they are. */
+	readmem_ring_limit(&r, 100);
+	ck_assert_uint_eq(readmem_ring_reach(&r), 400);
+	ck_assert_int_eq(readmem_ring_take(&r, 50, &off[2]), -1);
+	readmem_ring_give(&r, slot[0]);
+	ck_assert_uint_eq(readmem_ring_reach(&r), 400);
+	slot[2] = readmem_ring_take(&r, 50, &off[2]);
+	ck_assert_int_ge(slot[2], 0);
+	ck_assert_uint_eq(off[2], 0);
+	ck_assert_int_eq(readmem_ring_take(&r, 60, &off[3]), -1);
+	readmem_ring_give(&r, slot[1]);
+	ck_assert_uint_eq(readmem_ring_reach(&r), 50);
+	ck_assert_uint_eq(readmem_ring_held(&r), 50);
+	/* Never wider than the region. */
+	readmem_ring_limit(&r, 5000);
+	ck_assert_uint_eq(r.limit, 1000);
+	readmem_ring_free(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("readmem");
@@ -81,6 +142,7 @@ int main(void)
 
 	tcase_add_test(tc, test_read_memory_ring);
 	tcase_add_test(tc, test_read_memory_ring_slots);
+	tcase_add_test(tc, test_read_memory_window);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -745,7 +745,8 @@ static int64_t fuzz_unread(void)
 	return ioctl(out_rd, FIONREAD, &n) == 0 ? n : -1;
 }
 
-static const struct output_ops fuzz_out = {fuzz_writev, fuzz_unread};
+static const struct output_ops fuzz_out = {
+    .writev = fuzz_writev, .unread = fuzz_unread, .resize = NULL};
 
 /* What the server would sleep on, and what would wake it: input and
  * completions are always there at once, room in stdout once the client

@@ -25,10 +25,11 @@ gives it) and misbehaves:
                   advertised number of handles can still be opened
   handles-many    3000 handles open at once with a large enough limit
   idle-memory     the READ memory a download used is given back after a
-                  second of idleness
+                  second of idleness, but for 64 KiB
   read-flood      2048 outstanding 32 KiB READs while the client reads no
                   reply for a few seconds: the server's memory grows by at
-                  most its READ memory (1.5 MiB) and stdout is full; then
+                  most READ memory's smallest window (64 KiB) or one READ,
+                  as the client never read, and stdout is full; then
                   every request answered once, in order, with the right data
   read-flood-big  the same with 256 READs of 255 KiB
   write-flood     the same with 2048 32 KiB WRITEs; the file then holds
@@ -110,10 +111,12 @@ MAX_READ = MAX_PACKET - 1024
 FLOOD_COUNT = 2048
 FLOOD_CHUNK = 32 * KIB
 RSS_LIMIT = 64 * MIB
-# The bounds of doc/operations.md: READ data a session holds (readmem.h,
-# READMEM_BYTES: READs beyond it wait, parsed, for earlier replies to go
-# out).
-READ_MEMORY = 3 * MIB // 2
+# The bounds of doc/operations.md: READ memory's smallest window (a
+# client that never reads keeps READs within it, or one READ at a time).
+READ_WINDOW_LEAST = 64 * 1024
+# What an idle session may keep beyond its RSS before a download: the
+# smallest window and the allocator's rounding.
+IDLE_KEPT = 192 * 1024
 QUEUE_DEPTH = 64
 PAUSE = 3.0
 
@@ -593,8 +596,10 @@ def open_fds(pid):
 
 
 def check_idle_memory_released():
-    """The READ memory a pipelined download used (1.5 MiB) is given back to
-    the system once the session has been idle for a second."""
+    """The READ memory a pipelined download used (up to 1.5 MiB, as its
+    reader's rate asked) is given back to the system once the session has
+    been idle for a second: an idle session keeps at most READ memory's
+    smallest window (64 KiB)."""
     d = fresh_dir("idle-memory")
     big = 261120
     with open(os.path.join(d, "f"), "wb") as f:
@@ -612,15 +617,18 @@ def check_idle_memory_released():
         t0 = time.monotonic()
         # A second idle, then the server's next look: on a busy machine
         # that look may come late, so it is waited for (10 s at most).
-        within(10, lambda: busy - rss_of(c.proc.pid) >= MIB)
+        within(10, lambda: rss_of(c.proc.pid) - before <= IDLE_KEPT)
         idle = rss_of(c.proc.pid)
         log("RSS: %.2f MiB before the download, %.2f right after, %.2f "
             "after %.1f s idle" % (before / MIB, busy / MIB, idle / MIB,
                                    time.monotonic() - t0))
-        require(busy - before >= MIB, "RSS grew by %.2f MiB in the "
+        require(busy - before >= big, "RSS grew by %.2f MiB in the "
                 "download: the check tests nothing" % ((busy - before) / MIB))
-        require(busy - idle >= MIB, "RSS %.2f MiB after 10 s idle, %.2f "
-                "MiB right after the download" % (idle / MIB, busy / MIB))
+        # Given back but for the smallest window and the allocator's
+        # rounding (the requests' and replies' memory).
+        require(idle - before <= IDLE_KEPT, "RSS %.2f MiB after 10 s idle, "
+                "%.2f MiB before the download and %.2f right after"
+                % (idle / MIB, before / MIB, busy / MIB))
         # And the memory comes back when needed.
         rep = c.read(h, 0, big)
         require(rep.type == FXP_DATA and len(rep.data) == big,
@@ -676,9 +684,11 @@ def flood_writes(h, data, count=FLOOD_COUNT):
 def read_flood(size, count):
     """count READs of size bytes sent while the client reads nothing for
     a few seconds: stdout fills, and what the server holds besides (READ
-    data in its memory, seen as RSS growth) is at least 1 MiB (else the
-    check tests nothing) and at most its READ memory, whatever the count.
-    Then every reply, in order, with the right data."""
+    data in its memory, seen as RSS growth) is at least one READ (else the
+    check tests nothing) and, as the client never read, no more than READ
+    memory's smallest window or one READ, whatever the count: READ memory
+    grows only while its reader keeps up.  Then every reply, in order,
+    with the right data."""
     path, data = flood_file()
     rss_limit = RSS_LIMIT * (8 if is_sanitized() else 1)
     with start(os.path.dirname(path), timeout=60) as c:
@@ -714,10 +724,12 @@ def read_flood(size, count):
             % (peak / MIB, rss_limit // MIB))
     require(in_stdout >= 32768, "only %d bytes in stdout while the client "
             "was not reading: the check tests nothing" % in_stdout)
-    # RSS growth: READ memory, plus the allocator's rounding and
-    # bookkeeping (ASan's redzones and quarantine more so).
-    most = READ_MEMORY + (8 if is_sanitized() else 1) * MIB
-    require(held_mem >= MIB, "only %.2f MiB of replies held while the "
+    # RSS growth: READ memory's smallest window (a READ larger than it
+    # runs alone in it), plus the allocator's rounding and bookkeeping
+    # (ASan's redzones and quarantine more so).
+    most = max(READ_WINDOW_LEAST, DATA_HDR + size) + \
+        (8 if is_sanitized() else 1) * MIB
+    require(held_mem >= size, "only %.2f MiB of replies held while the "
             "client was not reading: the check tests nothing"
             % (held_mem / MIB))
     require(held_mem <= most, "%.2f MiB of replies held, more than %.2f MiB"
@@ -725,12 +737,14 @@ def read_flood(size, count):
 
 
 def check_read_flood():
-    """32 KiB READs: READ memory holds 47 of them."""
+    """32 KiB READs: READ memory's smallest window holds one of them
+    (the region, 47)."""
     read_flood(FLOOD_CHUNK, FLOOD_COUNT)
 
 
 def check_read_flood_big():
-    """255 KiB READs: READ memory holds 6 of them."""
+    """255 KiB READs: one at a time in the smallest window (the region
+    holds 6)."""
     read_flood(MAX_READ, 256)
 
 

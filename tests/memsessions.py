@@ -5,7 +5,7 @@ OpenSSH's, RSS plus anything the kernel holds for it).
 
   memsessions.py --server PATH [--server-args ARGS] --openssh PATH
                  --user NAME --workdir DIR [--sessions 16] [--size 64M]
-                 [--rounds 2] [--allowance 4] [--no-cgroups]
+                 [--rounds 2] [--allowance 4] [--no-cgroups] [--no-flood]
 
 Runs as root; every server runs as --user through setpriv, as sshd runs
 it, on pipes.  Two files of --size bytes, read once first so that they
@@ -527,6 +527,9 @@ def main():
     ap.add_argument("--allowance", type=float, default=4.0,
                     help="MiB per session the server may cost more")
     ap.add_argument("--no-cgroups", dest="cgroups", action="store_false")
+    ap.add_argument("--no-flood", dest="flood", action="store_false",
+                    help="only the stalled sessions (a run at another "
+                    "session count has done the floods)")
     args = ap.parse_args()
     global SANITIZED
     SANITIZED = sanitized(args.server)
@@ -595,6 +598,8 @@ def main():
             compare("file owned by %s, cgroup (kernel memory included)"
                     % fname, med(u, "cgroup"), med(o, "cgroup"), allowance)
     for fname, path in files.items():
+        if not args.flood:
+            break
         res = {}
         for which in ("openssh", "server"):
             try:
