@@ -43,9 +43,23 @@ skipped_tests() {
 	done
 }
 
+# suite_times: each suite's wall time, slowest first.  Suites run one
+# after another, so a suite took from the previous result file's time to
+# its own (the first from the start); CI's 30-minute budget is watched here.
+suite_times() {
+	local t prev=$start trs
+	for trs in $(ls -tr tests/*.trs 2>/dev/null); do
+		t=$(stat -c %Y "$trs")
+		echo "$((t - prev)) ${trs%.trs}"
+		prev=$t
+	done | sort -rn | head -n 12 | awk '{ printf "  %5d s  %s\n", $1, $2 }'
+}
+
 start=$(date +%s)
 echo "==> make check VERBOSE=1"
 if make check VERBOSE=1; then
+	echo "==> the slowest suites:"
+	suite_times
 	skips=$(skipped_tests)
 	if [ -z "$skips" ]; then
 		echo "==> all tests passed, none skipped ($(($(date +%s) - start)) s)"
@@ -64,6 +78,7 @@ if make check VERBOSE=1; then
 fi
 
 echo "==> make check FAILED after $(($(date +%s) - start)) s" >&2
+suite_times >&2
 # Print the whole log of every test that did not pass (the .trs files hold
 # the results); if there are none (the harness itself broke), print them all.
 shopt -s nullglob
