@@ -14,7 +14,9 @@
  *    the flag (EOPNOTSUPP): which pages are cached is asked (mincore of
  *    a mapping) NOCACHE_AHEAD_PAGES ahead of the READs, before anything
  *    of ours or the kernel's read-ahead can have touched them; after a
- *    READ, posix_fadvise(POSIX_FADV_DONTNEED) of its pages that were not.
+ *    READ, posix_fadvise(POSIX_FADV_DONTNEED) of its pages that were not;
+ *    a file whose residency the kernel hides from this user (mincore
+ *    says "all resident": one the user may not write) drops nothing.
  * Written ranges are written back behind the stream (sync_file_range) and then
  * dropped the same way, the rest at CLOSE. Either way the server's own
  * read-ahead hints are off for the handle (their pages would stay), and in our

@@ -2,7 +2,9 @@
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Kernel read-ahead hints for READs on a handle: a window ahead of a
  * sequential stream, and the stream's READs waiting for READ memory; a
- * range the page cache holds already (cachestat(2)) gets none. */
+ * range the page cache holds already (cachestat(2), or where the kernel
+ * refuses it for the file, one-byte RWF_NOWAIT reads of a few of its
+ * pages) gets none. */
 #ifndef READAHEAD_H
 #define READAHEAD_H
 
