@@ -151,6 +151,17 @@ static int nowait_holds(int fd, uint64_t off, uint64_t len, unsigned long page)
 	return 1;
 }
 
+unsigned readahead_nowait_skip(int cached)
+{
+	return cached ? 0 : READAHEAD_COLD_SKIP;
+}
+
+/* A handle's residency (int *way below): its enum readahead_residency in
+ * the low bits; in RWF_NOWAIT's way, above them, how many ranges are
+ * still to be hinted without asking (readahead_nowait_skip). */
+#define RESIDENCY_WAY 0xf
+#define RESIDENCY_SKIP_SHIFT 4
+
 /* Every page that [off, off + len) of fd touches is in the page cache:
  * 1; some are not: 0; that cannot be told: -1.  *way: how this file is
  * asked (the handle's), moved on when the kernel refuses a way. */
@@ -171,11 +182,20 @@ static int page_cache_holds(int fd, uint64_t off, uint64_t len, int *way)
 		if (all_files)
 			cachestat_missing = 1;
 	}
-	if (*way == READAHEAD_NOWAIT) {
-		if ((rc = nowait_holds(fd, off, len, (unsigned long)page)) !=
-		    -1)
-			return rc;
-		*way = READAHEAD_UNKNOWN;
+	if ((*way & RESIDENCY_WAY) == READAHEAD_NOWAIT) {
+		if (*way >> RESIDENCY_SKIP_SHIFT) {
+			/* Cold a moment ago: hinted without asking. */
+			*way -= 1 << RESIDENCY_SKIP_SHIFT;
+			return 0;
+		}
+		if ((rc = nowait_holds(fd, off, len, (unsigned long)page)) ==
+		    -1) {
+			*way = READAHEAD_UNKNOWN;
+			return -1;
+		}
+		*way = READAHEAD_NOWAIT |
+		       (int)(readahead_nowait_skip(rc) << RESIDENCY_SKIP_SHIFT);
+		return rc;
 	}
 	return -1;
 }

@@ -524,6 +524,17 @@ START_TEST(test_refusal_is_the_files_own)
 }
 END_TEST
 
+/* After RWF_NOWAIT found a range not cached, the next ranges are hinted
+ * without asking (each miss reads a page apart); a cached one asks the
+ * next at once. */
+START_TEST(test_cold_ranges_hinted_without_asking)
+{
+	ck_assert_uint_eq(readahead_nowait_skip(0), READAHEAD_COLD_SKIP);
+	ck_assert_uint_gt(READAHEAD_COLD_SKIP, 0);
+	ck_assert_uint_eq(readahead_nowait_skip(1), 0);
+}
+END_TEST
+
 /* RWF_NOWAIT's samples: the first and the last page a range touches,
  * about one a MiB between them, never more than READAHEAD_SAMPLES, each
  * page-aligned, within the range's pages, in order. */
@@ -588,6 +599,7 @@ int main(void)
 	tcase_add_test(tc, test_waiting_read_asked_again_when_no_room);
 	tcase_add_test(tc, test_refusal_is_the_files_own);
 	tcase_add_test(tc, test_samples_span_the_range);
+	tcase_add_test(tc, test_cold_ranges_hinted_without_asking);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
