@@ -66,6 +66,7 @@ struct hash_job {
 	size_t ndigests, max_digests;
 	enum reply_form form;
 	uint64_t next_read, ahead_until; /* read-ahead state */
+	int residency;                   /* enum readahead_residency */
 	uint8_t buf[];
 };
 
@@ -99,8 +100,8 @@ static void next_read(struct request *req, struct hash_job *job)
 	req->io.len = (size_t)len;
 	req->io.owner = req;
 	req->io.done = done;
-	readahead_advance(job->fd, &job->next_read, &job->ahead_until, job->pos,
-	                  len);
+	readahead_advance(job->fd, &job->next_read, &job->ahead_until,
+	                  &job->residency, job->pos, len);
 }
 
 static int add_digest(struct hash_job *job)
@@ -317,6 +318,7 @@ static int start_job(struct request *req, const char *fn, const char *op,
 	job->block = a->block;
 	job->form = form;
 	job->next_read = a->start;
+	job->residency = READAHEAD_CACHESTAT;
 	req->job = job;
 	req->job_free = job_free;
 	req->io_step = hash_step;

@@ -28,6 +28,7 @@ int nocache_wanted;
 
 static dev_t refused_dev[REFUSED_DEVS];
 static int refused_devs;
+static int hidden_told; /* the log line of residency_hidden, once */
 
 static unsigned long page_size(void)
 {
@@ -135,6 +136,28 @@ static int pages_resident(int fd, uint64_t first, uint64_t npages,
 	return rc;
 }
 
+int nocache_mincore_hides(unsigned char past_end)
+{
+	return past_end & 1;
+}
+
+/* Does the kernel hide which of fd's pages are cached from this user?
+ * A page past the end of the file (at size, rounded up) is never cached:
+ * a mapping may reach there (only touching it would fault), and mincore
+ * of it says resident only where the kernel answers "resident" for every
+ * page (a file this user may neither own nor write: mm/mincore.c,
+ * can_do_mincore).  A file grown since OPEN may say so too: its pages
+ * are then kept, which is safe. */
+static int residency_hidden(int fd, uint64_t size)
+{
+	uint64_t first = (size + page_size() - 1) / page_size();
+	unsigned char vec = 0;
+
+	if (pages_resident(fd, first, 1, &vec) != 0)
+		return 0; /* no mapping: map_fill keeps every page anyway */
+	return nocache_mincore_hides(vec);
+}
+
 /* Ask about pages [nc->known, to) into the map (as far as it reaches). */
 static void map_fill(struct nocache_state *nc, int fd, uint64_t to)
 {
@@ -165,8 +188,19 @@ void nocache_before_read(struct nocache_state *nc, int fd, uint64_t off,
 	uint64_t first = off / page, last = (off + len - 1) / page, i, shift;
 
 	memset(r, 0, sizeof(*r));
-	if (nc->mode == NOCACHE_OFF || nc->confirmed || len == 0)
+	if (nc->mode == NOCACHE_OFF || nc->confirmed || nc->hidden || len == 0)
 		return;
+	if (nc->map == NULL && residency_hidden(fd, nc->old_size)) {
+		/* Nothing known: nothing dropped. */
+		nc->hidden = 1;
+		if (!hidden_told++)
+			verbose(
+			    "--nocache: the kernel does not tell which pages "
+			    "of a file this user may not write are cached "
+			    "(mincore): a download of one without "
+			    "RWF_DONTCACHE leaves its pages cached");
+		return;
+	}
 	if (nc->map == NULL &&
 	    (nc->map = calloc(NOCACHE_MAP_PAGES / 8, 1)) == NULL)
 		return; /* nothing known: nothing dropped */

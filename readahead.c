@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -66,7 +67,10 @@ struct cachestat {
 	uint64_t nr_recently_evicted;
 };
 
-static int cachestat_unavailable; /* ENOSYS (an older kernel), or EPERM */
+/* No cachestat on this kernel (ENOSYS): then no file has it.  Any other
+ * refusal is the file's own (handle's residency): EPERM says only that
+ * this user may not write this file, nothing of the next. */
+static int cachestat_missing;
 
 int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
                          unsigned long page)
@@ -76,27 +80,124 @@ int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
 	return n == 0 || cached >= end - first;
 }
 
-/* Every page that [off, off + len) of fd touches is in the page cache:
- * 1; some are not: 0; that cannot be told (no cachestat): -1. */
-static int page_cache_holds(int fd, uint64_t off, uint64_t len)
+enum readahead_residency readahead_residency_after(int err, int *all_files)
 {
-	static long page;
+	*all_files = err == ENOSYS;
+	return READAHEAD_NOWAIT;
+}
+
+unsigned readahead_samples(uint64_t off, uint64_t len, unsigned long page,
+                           uint64_t at[READAHEAD_SAMPLES])
+{
+	uint64_t first, last, gap;
+	unsigned n, i;
+
+	if (len == 0 || off > UINT64_MAX - len)
+		return 0;
+	first = off / page;
+	last = (off + len - 1) / page;
+	/* One a READAHEAD_SAMPLE_GAP at most, the first and last pages
+	 * always: a window that ends past what is cached shows at its end,
+	 * one that starts past it at its start. */
+	n = (unsigned)((last - first) * page / READAHEAD_SAMPLE_GAP) + 2;
+	if (n > READAHEAD_SAMPLES)
+		n = READAHEAD_SAMPLES;
+	if (last == first)
+		n = 1;
+	gap = n > 1 ? (last - first) / (n - 1) : 0;
+	for (i = 0; i < n; i++)
+		at[i] = (i + 1 == n ? last : first + i * gap) * page;
+	return n;
+}
+
+/* cachestat(2) of [off, off + len) of fd: 1 all cached, 0 not, -1 with
+ * errno (refused). */
+static int cachestat_holds(int fd, uint64_t off, uint64_t len,
+                           unsigned long page)
+{
 	struct cachestat_range range;
 	struct cachestat cs;
 
-	if (cachestat_unavailable)
+	/* Whole pages: cachestat counts the pages the range touches. */
+	range.off = off - off % page;
+	range.len = off + len - range.off;
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0) == -1)
 		return -1;
+	return readahead_all_cached(off, len, cs.nr_cache, page);
+}
+
+/* One byte of each sampled page read with RWF_NOWAIT, which the kernel
+ * answers from the page cache or not at all (EAGAIN): 1 all cached, 0
+ * not (the first miss ends it), -1 with errno (refused: a file system
+ * without non-blocking buffered reads).  A miss starts reading that page
+ * (Linux 5.9 and later): a page of the range the hint then asks for
+ * anyway.  Past the end of the file: not cached. */
+static int nowait_holds(int fd, uint64_t off, uint64_t len, unsigned long page)
+{
+	uint64_t at[READAHEAD_SAMPLES];
+	unsigned n = readahead_samples(off, len, page, at), i;
+	char byte;
+	struct iovec iov = {&byte, 1};
+	ssize_t r;
+
+	for (i = 0; i < n; i++) {
+		r = preadv2(fd, &iov, 1, (off_t)at[i], RWF_NOWAIT);
+		if (r == 1)
+			continue;
+		if (r == -1 && errno != EAGAIN)
+			return -1;
+		return 0;
+	}
+	return 1;
+}
+
+unsigned readahead_nowait_skip(int cached)
+{
+	return cached ? 0 : READAHEAD_COLD_SKIP;
+}
+
+/* A handle's residency (int *way below): its enum readahead_residency in
+ * the low bits; in RWF_NOWAIT's way, above them, how many ranges are
+ * still to be hinted without asking (readahead_nowait_skip). */
+#define RESIDENCY_WAY 0xf
+#define RESIDENCY_SKIP_SHIFT 4
+
+/* Every page that [off, off + len) of fd touches is in the page cache:
+ * 1; some are not: 0; that cannot be told: -1.  *way: how this file is
+ * asked (the handle's), moved on when the kernel refuses a way. */
+static int page_cache_holds(int fd, uint64_t off, uint64_t len, int *way)
+{
+	static long page;
+	int rc, all_files;
+
 	if (page == 0 && (page = sysconf(_SC_PAGESIZE)) <= 0)
 		page = 4096;
-	/* Whole pages: cachestat counts the pages the range touches. */
-	range.off = off - off % (uint64_t)page;
-	range.len = off + len - range.off;
-	if (syscall(__NR_cachestat, fd, &range, &cs, 0) == -1) {
-		if (errno == ENOSYS || errno == EPERM)
-			cachestat_unavailable = 1;
-		return -1;
+	if (*way == READAHEAD_CACHESTAT && cachestat_missing)
+		*way = READAHEAD_NOWAIT;
+	if (*way == READAHEAD_CACHESTAT) {
+		if ((rc = cachestat_holds(fd, off, len, (unsigned long)page)) !=
+		    -1)
+			return rc;
+		*way = (int)readahead_residency_after(errno, &all_files);
+		if (all_files)
+			cachestat_missing = 1;
 	}
-	return readahead_all_cached(off, len, cs.nr_cache, (unsigned long)page);
+	if ((*way & RESIDENCY_WAY) == READAHEAD_NOWAIT) {
+		if (*way >> RESIDENCY_SKIP_SHIFT) {
+			/* Cold a moment ago: hinted without asking. */
+			*way -= 1 << RESIDENCY_SKIP_SHIFT;
+			return 0;
+		}
+		if ((rc = nowait_holds(fd, off, len, (unsigned long)page)) ==
+		    -1) {
+			*way = READAHEAD_UNKNOWN;
+			return -1;
+		}
+		*way = READAHEAD_NOWAIT |
+		       (int)(readahead_nowait_skip(rc) << RESIDENCY_SKIP_SHIFT);
+		return rc;
+	}
+	return -1;
 }
 
 static void hint_done(struct io_op *op)
@@ -107,7 +208,7 @@ static void hint_done(struct io_op *op)
 
 /* 1: the kernel was asked, or need not be (all cached); 0: no hint
  * went out (all slots busy, or no descriptor), so it may be asked again. */
-static int hint(int fd, uint64_t from, uint64_t len)
+static int hint(int fd, uint64_t from, uint64_t len, int *way)
 {
 	struct io_op *op;
 	int i;
@@ -117,7 +218,7 @@ static int hint(int fd, uint64_t from, uint64_t len)
 	 * a tenth of its CPU so); one system call here, in the loop, costs
 	 * far less.  A window reaching past the end of the file counts as
 	 * not cached: near the end there is one hint more. */
-	if (page_cache_holds(fd, from, len) == 1)
+	if (page_cache_holds(fd, from, len, way) == 1)
 		return 1;
 	for (i = 0; i < READAHEAD_OPS && hint_busy[i]; i++)
 		;
@@ -162,10 +263,11 @@ void readahead_on_open(struct handle *h, unsigned long fs_type)
 	h->next_read = 0;
 	h->ahead_until = 0;
 	h->hint_waiting = readahead_fs_hints_waiting(fs_type);
+	h->residency = READAHEAD_CACHESTAT;
 }
 
 int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
-                      uint64_t off, uint64_t len)
+                      int *way, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len, from;
 
@@ -181,7 +283,7 @@ int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
 		return 1;
 	from = *ahead_until > end ? *ahead_until : end;
 	*ahead_until = end + READAHEAD_WINDOW;
-	(void)hint(fd, from, *ahead_until - from);
+	(void)hint(fd, from, *ahead_until - from, way);
 	return 1;
 }
 
@@ -233,7 +335,7 @@ int readahead_queued(struct handle *h, uint64_t off, uint64_t len)
 	case READAHEAD_HINT:
 		break;
 	}
-	if (!hint(h->fd, from, n))
+	if (!hint(h->fd, from, n, &h->residency))
 		return 0;
 	h->ahead_until = until;
 	return 1;
@@ -241,6 +343,6 @@ int readahead_queued(struct handle *h, uint64_t off, uint64_t len)
 
 int readahead_on_read(struct handle *h, uint64_t off, uint32_t len)
 {
-	return readahead_advance(h->fd, &h->next_read, &h->ahead_until, off,
-	                         len);
+	return readahead_advance(h->fd, &h->next_read, &h->ahead_until,
+	                         &h->residency, off, len);
 }

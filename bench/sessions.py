@@ -43,6 +43,8 @@ Environment (sizes take K, M or G):
                the passwd database with uids 1 to 64999: daemon, bin,
                sys, ... on Debian]; only files in BENCH_TMPDIR are theirs
   BENCH_OUT [bench/out]  BENCH_TMPDIR [/var/tmp]  STALL_TIMEOUT [60]
+  BASELINE     another build of ours, run in the same rounds as a third
+               server ("before" in the log and sessions.json)
 """
 
 import fcntl
@@ -389,10 +391,10 @@ def run_rounds(w, direction, n, servers, results, users=None):
     each round, into results[(direction, n)] (direction + " (users)" with
     users).  Returns whether a run failed."""
     key = (direction + (" (users)" if users else ""), n)
-    results[key] = {"openssh": [], "ours": []}
+    results[key] = {name: [] for name, _ in servers}
     failed = False
     for rnd in range(Cfg.rounds):
-        order = servers if rnd % 2 == 0 else servers[::-1]
+        order = servers[rnd % len(servers):] + servers[:rnd % len(servers)]
         for name, cmd in order:
             r = one_run(w, direction, n, cmd, users)
             if r["errors"]:
@@ -467,6 +469,12 @@ def bench(w):
     who = pwd.getpwuid(int(as_user()[1].split("=")[1]) if as_user()
                        else os.getuid()).pw_name
     servers = [("openssh", [Cfg.openssh]), ("ours", [server] + Cfg.ours_args)]
+    if os.environ.get("BASELINE"):
+        # Another build of ours in the same rounds ("before" in
+        # sessions.json and the log; the table stays OpenSSH's and ours).
+        before = os.path.join(w, "uring-sftp-server-before")
+        shutil.copy2(os.environ["BASELINE"], before)
+        servers.append(("before", [before] + Cfg.ours_args))
     src = os.path.join(w, "src")
     subprocess.run([load, "-s", str(Cfg.size), "mkfile", src], check=True)
     os.chmod(src, 0o644)

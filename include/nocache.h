@@ -14,7 +14,9 @@
  *    the flag (EOPNOTSUPP): which pages are cached is asked (mincore of
  *    a mapping) NOCACHE_AHEAD_PAGES ahead of the READs, before anything
  *    of ours or the kernel's read-ahead can have touched them; after a
- *    READ, posix_fadvise(POSIX_FADV_DONTNEED) of its pages that were not.
+ *    READ, posix_fadvise(POSIX_FADV_DONTNEED) of its pages that were not;
+ *    a file whose residency the kernel hides from this user (mincore
+ *    says "all resident": one the user may not write) drops nothing.
  * Written ranges are written back behind the stream (sync_file_range) and then
  * dropped the same way, the rest at CLOSE. Either way the server's own
  * read-ahead hints are off for the handle (their pages would stay), and in our
@@ -29,6 +31,11 @@
 /* preadv2/pwritev2's flag (linux/fs.h of 6.14; older headers lack it). */
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080
+/* The decision, pure: mincore(2) said past_end of a page past the end of
+ * a file, which is never cached: does the kernel hide the file's
+ * residency (answer "resident" for every page)? */
+int nocache_mincore_hides(unsigned char past_end);
+
 #endif
 
 /* Pages one READ's residency covers (2 x 64 bits: a 255 KiB READ of 4 KiB
@@ -52,6 +59,9 @@ struct nocache_state {
 	int confirmed;     /* a call took RWF_DONTCACHE */
 	dev_t dev;         /* the file system, remembered when it refuses */
 	uint64_t old_size; /* at OPEN: no page at or past it was cached */
+	int hidden; /* our way, and the kernel hides what is cached (mincore
+	             * says "all", a file the user may not write): nothing
+	             * of a READ's is dropped */
 	/* Our way's map of pages cached before: bit i is page base + i,
 	 * known up to page known (malloc'd at the first READ; NULL: none). */
 	uint8_t *map;
@@ -107,5 +117,10 @@ void nocache_drop_runs(const uint8_t *map, uint64_t from, uint64_t to,
                        unsigned long page,
                        void (*emit)(void *arg, uint64_t off, uint64_t len),
                        void *arg);
+
+/* The decision, pure: mincore(2) said past_end of a page past the end of
+ * a file, which is never cached: does the kernel hide the file's
+ * residency (answer "resident" for every page)? */
+int nocache_mincore_hides(unsigned char past_end);
 
 #endif

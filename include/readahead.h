@@ -2,13 +2,27 @@
  * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
 /* Kernel read-ahead hints for READs on a handle: a window ahead of a
  * sequential stream, and the stream's READs waiting for READ memory; a
- * range the page cache holds already (cachestat(2)) gets none. */
+ * range the page cache holds already (cachestat(2), or where the kernel
+ * refuses it for the file, one-byte RWF_NOWAIT reads of a few of its
+ * pages) gets none. */
 #ifndef READAHEAD_H
 #define READAHEAD_H
 
 #include <stdint.h>
 
 struct handle;
+
+/* How a file's page-cache residency is asked before a hint (per handle,
+ * starting at READAHEAD_CACHESTAT; readahead_residency_after moves it):
+ * cachestat(2), where the kernel answers it (Linux 6.5, and since 6.x
+ * only for files the caller may write); one byte of sampled pages read
+ * with RWF_NOWAIT, for any file the user may read; neither (the file
+ * system refuses RWF_NOWAIT): every range is hinted. */
+enum readahead_residency {
+	READAHEAD_CACHESTAT = 0,
+	READAHEAD_NOWAIT,
+	READAHEAD_UNKNOWN
+};
 
 /* A file was opened for reading; fs_type: its file system's statfs(2)
  * f_type, 0 when unknown. */
@@ -18,9 +32,11 @@ void readahead_on_open(struct handle *h, unsigned long fs_type);
  * anew (a seek). */
 int readahead_on_read(struct handle *h, uint64_t off, uint32_t len);
 /* The same for any sequential reader of fd that keeps its own position
- * (check-file): a read of [off, off + len) was just submitted. */
+ * (check-file): a read of [off, off + len) was just submitted; *way: how
+ * fd's residency is asked (an enum readahead_residency, its reader's,
+ * READAHEAD_CACHESTAT at first). */
 int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
-                      uint64_t off, uint64_t len);
+                      int *way, uint64_t off, uint64_t len);
 
 /* A READ of [off, off + len) on h waits to run (for READ memory): if it
  * continues h's sequential stream, ask the kernel to read it into the
@@ -57,5 +73,29 @@ int readahead_fs_hints_waiting(unsigned long fs_type);
  * off cached, when the kernel counted cached of them? */
 int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
                          unsigned long page);
+
+/* The decision, pure: cachestat failed with err on a file; the file's way
+ * from now on (READAHEAD_NOWAIT, whatever the error: it needs no
+ * permission beyond reading), and *all_files set when no file can have
+ * cachestat either (ENOSYS: a kernel before 6.5).  EPERM (a file the
+ * user may not write) is this file's alone. */
+enum readahead_residency readahead_residency_after(int err, int *all_files);
+
+/* Where RWF_NOWAIT looks (pure): at most READAHEAD_SAMPLES page offsets
+ * of [off, off + len), into at[]: its first page, its last, and between
+ * them evenly, about one a READAHEAD_SAMPLE_GAP; their count. */
+/* ...and when it said "not cached", how many ranges that follow are
+ * hinted without asking (pure): READAHEAD_COLD_SKIP.  A miss starts
+ * reading its page, a small read of its own ahead of the hint's (a cold
+ * download of root's 512 MiB file took 471-619 device requests against
+ * 341-420 when every window was asked); a cold stream mostly stays cold,
+ * and a cached stretch after it costs at most that many hints. */
+#define READAHEAD_COLD_SKIP 3
+unsigned readahead_nowait_skip(int cached);
+
+#define READAHEAD_SAMPLES 4
+#define READAHEAD_SAMPLE_GAP (1024 * 1024)
+unsigned readahead_samples(uint64_t off, uint64_t len, unsigned long page,
+                           uint64_t at[READAHEAD_SAMPLES]);
 
 #endif

@@ -144,6 +144,18 @@ START_TEST(test_refused_write)
 }
 END_TEST
 
+/* mincore of a page past the end of a file (never cached) says resident
+ * only where the kernel hides the file's residency: then nothing of a
+ * READ's may be dropped on mincore's word. */
+START_TEST(test_resident_past_the_end_means_hidden)
+{
+	ck_assert_int_eq(nocache_mincore_hides(0), 0);
+	ck_assert_int_eq(nocache_mincore_hides(1), 1);
+	/* Only bit 0 is the answer; the others are reserved. */
+	ck_assert_int_eq(nocache_mincore_hides(0xfe), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("nocache");
@@ -157,6 +169,7 @@ int main(void)
 	tcase_add_test(tc, test_refused_read_plain);
 	tcase_add_test(tc, test_refused_read_uring);
 	tcase_add_test(tc, test_refused_write);
+	tcase_add_test(tc, test_resident_past_the_end_means_hidden);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -505,6 +505,75 @@ START_TEST(test_waiting_read_asked_again_when_no_room)
 }
 END_TEST
 
+/* cachestat refused on one file (EPERM: the user may not write it) says
+ * nothing of the next: only ENOSYS (no cachestat in this kernel) holds
+ * for every file.  Either way the file is asked with RWF_NOWAIT. */
+START_TEST(test_refusal_is_the_files_own)
+{
+	int all = -1;
+
+	ck_assert_int_eq(readahead_residency_after(EPERM, &all),
+	                 READAHEAD_NOWAIT);
+	ck_assert_int_eq(all, 0);
+	ck_assert_int_eq(readahead_residency_after(EOPNOTSUPP, &all),
+	                 READAHEAD_NOWAIT);
+	ck_assert_int_eq(all, 0);
+	ck_assert_int_eq(readahead_residency_after(ENOSYS, &all),
+	                 READAHEAD_NOWAIT);
+	ck_assert_int_eq(all, 1);
+}
+END_TEST
+
+/* After RWF_NOWAIT found a range not cached, the next ranges are hinted
+ * without asking (each miss reads a page apart); a cached one asks the
+ * next at once. */
+START_TEST(test_cold_ranges_hinted_without_asking)
+{
+	ck_assert_uint_eq(readahead_nowait_skip(0), READAHEAD_COLD_SKIP);
+	ck_assert_uint_gt(READAHEAD_COLD_SKIP, 0);
+	ck_assert_uint_eq(readahead_nowait_skip(1), 0);
+}
+END_TEST
+
+/* RWF_NOWAIT's samples: the first and the last page a range touches,
+ * about one a MiB between them, never more than READAHEAD_SAMPLES, each
+ * page-aligned, within the range's pages, in order. */
+START_TEST(test_samples_span_the_range)
+{
+	const unsigned long pg = 4096;
+	uint64_t at[READAHEAD_SAMPLES];
+	static const struct {
+		uint64_t off, len;
+		unsigned n;
+	} c[] = {
+	    {0, 2 * MiB, 3},     /* a step: first, middle, last */
+	    {0, 1, 1},           /* one page: one sample */
+	    {5000, 10000, 2},    /* pages 1 to 3 */
+	    {4096, 32 * MiB, 4}, /* the most at once */
+	    {0, 4 * MiB, 4},     /* the window */
+	    {MiB - 1, 2, 2},     /* two pages, two bytes */
+	};
+	unsigned i, j, n;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		n = readahead_samples(c[i].off, c[i].len, pg, at);
+		ck_assert_uint_eq(n, c[i].n);
+		ck_assert_uint_eq(at[0], c[i].off / pg * pg);
+		ck_assert_uint_eq(at[n - 1],
+		                  (c[i].off + c[i].len - 1) / pg * pg);
+		for (j = 1; j < n; j++)
+			ck_assert_uint_gt(at[j], at[j - 1]);
+		for (j = 0; j < n; j++)
+			ck_assert_uint_eq(at[j] % pg, 0);
+	}
+	ck_assert_uint_eq(readahead_samples(0, 0, pg, at), 0);
+	ck_assert_uint_eq(readahead_samples(UINT64_MAX - 10, 20, pg, at), 0);
+	/* Evenly: the middle of 2 MiB is at 255 pages. */
+	(void)readahead_samples(0, 2 * MiB, pg, at);
+	ck_assert_uint_eq(at[1], 255 * pg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("readahead");
@@ -528,6 +597,9 @@ int main(void)
 	tcase_add_test(tc, test_waiting_reads_hinted_on_block_file_systems);
 	tcase_add_test(tc, test_waiting_reads_one_hint_per_run);
 	tcase_add_test(tc, test_waiting_read_asked_again_when_no_room);
+	tcase_add_test(tc, test_refusal_is_the_files_own);
+	tcase_add_test(tc, test_samples_span_the_range);
+	tcase_add_test(tc, test_cold_ranges_hinted_without_asking);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

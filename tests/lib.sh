@@ -592,6 +592,18 @@ page_cache_pct() {
 	echo $(($1 * 100 / ($2 > 0 ? $2 : 1)))
 }
 
+# cached_between LO HI FILE WHAT: LO% to HI% of FILE is in the page
+# cache, passed or failed as WHAT.
+cached_between() {
+	local pct
+	pct=$(page_cache_pct "$3")
+	if [ "$pct" -ge "$1" ] && [ "$pct" -le "$2" ]; then
+		pass "$4: $pct% cached"
+	else
+		fail "$4: $pct% cached, not $1..$2%"
+	fi
+}
+
 # droppable_dir DIR MB: DROP_DIR=DIR when its file system drops the pages
 # DONTNEED asks to drop (not tmpfs), else, as root, a fresh ext4 of MB MiB
 # on a loop device under WORK (undone at exit); else skip the test.

@@ -67,16 +67,6 @@ at_most() {
 	fi
 }
 
-between() {
-	local pct
-	pct=$(page_cache_pct "$3")
-	if [ "$pct" -ge "$1" ] && [ "$pct" -le "$2" ]; then
-		pass "$4: $pct% cached"
-	else
-		fail "$4: $pct% cached, not $1..$2%"
-	fi
-}
-
 setup_passes
 PASS_NAMES+=(uring-6.13 plain-6.13)
 PASS_ARGS+=("--backend=uring" "--backend=plain")
@@ -100,7 +90,7 @@ for i in "${!PASS_NAMES[@]}"; do
 	# Cached before: stays cached.
 	page_cache_warm "$DIR/src"
 	sftp_batch "$args" "get $DIR/src /dev/null"
-	between 95 100 "$DIR/src" "$name: warm download stays warm"
+	cached_between 95 100 "$DIR/src" "$name: warm download stays warm"
 
 	# Half cached before (and what the kernel read ahead of it): that
 	# stays, the rest goes.
@@ -108,7 +98,7 @@ for i in "${!PASS_NAMES[@]}"; do
 	page_cache_warm "$DIR/src" 0 "$half"
 	pre=$(page_cache_pct "$DIR/src")
 	sftp_batch "$args" "get $DIR/src /dev/null"
-	between "$((pre - 1))" "$((pre + 5))" "$DIR/src" \
+	cached_between "$((pre - 1))" "$((pre + 5))" "$DIR/src" \
 		"$name: half-cached download keeps its $pre%"
 
 	# An upload.
