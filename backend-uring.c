@@ -193,13 +193,6 @@ static int uring_submit(struct io_op *op)
 		io_uring_prep_fsync(sqe, op->fd, 0);
 		break;
 	case IO_READAHEAD:
-		if (op->buf != NULL) {
-			/* A read whose bytes nobody uses: the kernel's
-			 * asynchronous buffered read, no worker. */
-			io_uring_prep_read(sqe, op->fd, op->buf,
-			                   (unsigned)op->len, op->offset);
-			break;
-		}
 		/* In a worker thread: it can block on reading metadata. */
 		io_uring_prep_fadvise(sqe, op->fd, op->offset, (off_t)op->len,
 		                      POSIX_FADV_WILLNEED);

@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,10 +38,6 @@
  * cached (a file the user cannot write: EPERM), each would walk cached
  * pages (warm downloads of another user's file ran 0.7 times as fast). */
 #define READAHEAD_QUEUED_STEP READAHEAD_REFILL
-/* A waiting READ elsewhere in the file (random reads) of at most this
- * much is read ahead by a read of its own range into one scratch buffer
- * whose bytes nobody looks at (readahead_queued_plan: READAHEAD_PRIME). */
-#define READAHEAD_PRIME_MAX (64 * 1024)
 
 /* Hints in flight at once (the back end keeps slots for them apart from
  * the requests'); when all are busy a hint is skipped. */
@@ -50,9 +45,6 @@
 
 static struct io_op hint_ops[READAHEAD_OPS];
 static int hint_busy[READAHEAD_OPS];
-/* Where priming reads put their bytes: read only to fill the page cache,
- * never looked at (several may write into it at once). */
-static uint8_t *prime_buf;
 
 /* What the page cache holds of a file, asked without reading it:
  * cachestat(2), Linux 6.5 and later.  It has the same number on every
@@ -113,14 +105,20 @@ static void hint_done(struct io_op *op)
 	hint_busy[op - hint_ops] = 0;
 }
 
-/* Submit a hint of [from, from + len) of fd: with buf, a read into it
- * (buf's bytes are never used), else posix_fadvise WILLNEED.  1 when it
- * went out, 0 when not (all slots busy, or no descriptor). */
-static int hint_submit(int fd, uint64_t from, uint64_t len, void *buf)
+/* 1: the kernel was asked, or need not be (all cached); 0: no hint
+ * went out (all slots busy, or no descriptor), so it may be asked again. */
+static int hint(int fd, uint64_t from, uint64_t len)
 {
 	struct io_op *op;
 	int i;
 
+	/* Every page in the page cache already: a hint would only make a
+	 * worker thread walk those pages for nothing (a warm download spent
+	 * a tenth of its CPU so); one system call here, in the loop, costs
+	 * far less.  A window reaching past the end of the file counts as
+	 * not cached: near the end there is one hint more. */
+	if (page_cache_holds(fd, from, len) == 1)
+		return 1;
 	for (i = 0; i < READAHEAD_OPS && hint_busy[i]; i++)
 		;
 	if (i == READAHEAD_OPS)
@@ -129,12 +127,11 @@ static int hint_submit(int fd, uint64_t from, uint64_t len, void *buf)
 	op->opcode = IO_READAHEAD;
 	/* A descriptor of its own: the handle may be closed while the hint
 	 * waits (CLOSE does not wait for hints), and its number reused for
-	 * another file (a priming read of a FIFO would take its bytes). */
+	 * another file. */
 	if ((op->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
 		return 0;
 	op->offset = from;
 	op->len = (size_t)len;
-	op->buf = buf;
 	op->done = hint_done;
 	op->owner = NULL;
 	/* A hint: if the back end is full, there is simply none. */
@@ -144,34 +141,6 @@ static int hint_submit(int fd, uint64_t from, uint64_t len, void *buf)
 	}
 	hint_busy[i] = 1;
 	return 1;
-}
-
-/* 1: the kernel was asked, or need not be (all cached); 0: no hint
- * went out (all slots busy, or no descriptor), so it may be asked again. */
-static int hint(int fd, uint64_t from, uint64_t len)
-{
-	/* Every page in the page cache already: a hint would only make a
-	 * worker thread walk those pages for nothing (a warm download spent
-	 * a tenth of its CPU so); one system call here, in the loop, costs
-	 * far less.  A window reaching past the end of the file counts as
-	 * not cached: near the end there is one hint more. */
-	if (page_cache_holds(fd, from, len) == 1)
-		return 1;
-	return hint_submit(fd, from, len, NULL);
-}
-
-/* A random READ's own range read ahead: a read into the scratch buffer,
- * which io_uring makes without a worker (the kernel's asynchronous
- * buffered read: it starts the device's read and completes when the pages
- * are in), where posix_fadvise WILLNEED always takes a worker's wake-up.
- * No cachestat first: a cached range costs a copy, no more.  1 when it
- * went out; 0 when not. */
-static int prime(int fd, uint64_t from, uint64_t len)
-{
-	if (prime_buf == NULL &&
-	    (prime_buf = malloc(READAHEAD_PRIME_MAX)) == NULL)
-		return 0;
-	return hint_submit(fd, from, len, prime_buf);
 }
 
 int readahead_fs_hints_waiting(unsigned long fs_type)
@@ -226,17 +195,11 @@ enum readahead_plan readahead_queued_plan(uint64_t next_read,
 	if (len == 0 || off > UINT64_MAX - len)
 		return READAHEAD_NONE;
 	end = off + len;
-	/* Elsewhere in the file (random reads, a second stream): a small
-	 * range is read ahead on its own (by a read, not posix_fadvise: a
-	 * worker's wake-up per random READ cost more than the depth it gave,
-	 * doc/design.md, "Read-ahead hints"); a large one gets none. */
-	if (off < next_read || off > *ahead_until) {
-		if (len > READAHEAD_PRIME_MAX)
-			return READAHEAD_NONE;
-		*from = off;
-		*n = len;
-		return READAHEAD_PRIME;
-	}
+	/* Elsewhere in the file (random reads, a second stream): none.  A
+	 * hint of each random READ's own range was measured to cost more
+	 * than the depth it gives (doc/design.md, "Read-ahead hints"). */
+	if (off < next_read || off > *ahead_until)
+		return READAHEAD_NONE;
 	/* The stream's own continuation: what lies beyond the window asked
 	 * for already, up to a bound ahead of where the stream is, once that
 	 * is a step's worth (until then, later, with the READs behind). */
@@ -267,8 +230,6 @@ int readahead_queued(struct handle *h, uint64_t off, uint64_t len)
 		return 1;
 	case READAHEAD_LATER:
 		return 0;
-	case READAHEAD_PRIME:
-		return prime(h->fd, from, n);
 	case READAHEAD_HINT:
 		break;
 	}

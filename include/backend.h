@@ -21,9 +21,7 @@
 enum backend_choice { BACKEND_AUTO = 0, BACKEND_URING, BACKEND_PLAIN };
 
 /* IO_READAHEAD asks the kernel to read [offset, offset + len) into the
- * page cache (posix_fadvise WILLNEED; with buf set, the io_uring back end
- * reads the range into buf instead, whose bytes nobody uses: see
- * readahead.c's prime); IO_COPY_RANGE copies len bytes from
+ * page cache (posix_fadvise WILLNEED); IO_COPY_RANGE copies len bytes from
  * fd at offset to fd_out at offset_out inside the kernel
  * (copy_file_range(2): a reflink where the file system shares extents). */
 enum io_opcode {
@@ -105,10 +103,8 @@ struct io_op {
 
 /* Read-ahead hints (IO_READAHEAD) have slots of their own, this many
  * beside the depth: a hint never takes the room of a request's I/O (an
- * fsync or copy-data run through io_sync() finds its slot free).  16: a
- * random reader's 64 READs of 32 KiB less the 47 READ memory runs at once
- * (readahead.c reads the waiting ones ahead). */
-#define BACKEND_HINT_SLOTS 16
+ * fsync or copy-data run through io_sync() finds its slot free). */
+#define BACKEND_HINT_SLOTS 8
 
 struct io_backend {
 	const char *name;

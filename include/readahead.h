@@ -37,16 +37,8 @@ int readahead_queued(struct handle *h, uint64_t off, uint64_t len);
  * bounded to 32 MiB ahead of next_read, once that is 2 MiB or more
  * (READAHEAD_HINT, [*from, *from + *n), and *ahead_until moves to its
  * end), until then READAHEAD_LATER; a range within the window already,
- * READAHEAD_NONE; elsewhere (random reads, another stream), a range of
- * at most 64 KiB is read ahead on its own by a read whose bytes are
- * dropped (READAHEAD_PRIME, [*from, *from + *n) = the range, *ahead_until
- * unchanged), a larger one gets nothing (READAHEAD_NONE). */
-enum readahead_plan {
-	READAHEAD_NONE,
-	READAHEAD_HINT,
-	READAHEAD_LATER,
-	READAHEAD_PRIME
-};
+ * or elsewhere (random reads), READAHEAD_NONE. */
+enum readahead_plan { READAHEAD_NONE, READAHEAD_HINT, READAHEAD_LATER };
 enum readahead_plan readahead_queued_plan(uint64_t next_read,
                                           uint64_t *ahead_until, uint64_t off,
                                           uint64_t len, uint64_t *from,

@@ -277,36 +277,15 @@ START_TEST(test_waiting_read_ahead_is_bounded)
 }
 END_TEST
 
-START_TEST(test_waiting_random_read_primed)
-{
-	uint64_t until = MiB, from = 0, n = 0;
-
-	/* A random READ of 32 KiB: read ahead on its own, its own range;
-	 * the stream keeps its place. */
-	ck_assert_int_eq(
-	    readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB, &from, &n),
-	    READAHEAD_PRIME);
-	ck_assert_uint_eq(from, 100 * MiB);
-	ck_assert_uint_eq(n, 32 * KiB);
-	ck_assert_uint_eq(until, MiB);
-	/* Behind the stream, 64 KiB: the same. */
-	ck_assert_int_eq(
-	    readahead_queued_plan(MiB, &until, 0, 64 * KiB, &from, &n),
-	    READAHEAD_PRIME);
-	ck_assert_uint_eq(from, 0);
-	ck_assert_uint_eq(n, 64 * KiB);
-	ck_assert_uint_eq(until, MiB);
-	/* Larger: nothing (the scratch buffer's size). */
-	ck_assert_int_eq(readahead_queued_plan(MiB, &until, 100 * MiB,
-	                                       64 * KiB + 1, &from, &n),
-	                 READAHEAD_NONE);
-}
-END_TEST
-
 START_TEST(test_waiting_read_elsewhere_gets_none)
 {
 	uint64_t until = MiB, from, n;
 
+	/* Random READs: no hint; the stream keeps its place. */
+	ck_assert_int_eq(
+	    readahead_queued_plan(MiB, &until, 100 * MiB, 32 * KiB, &from, &n),
+	    READAHEAD_NONE);
+	ck_assert_uint_eq(until, MiB);
 	/* Behind the stream. */
 	ck_assert_int_eq(
 	    readahead_queued_plan(MiB, &until, 0, 32 * MiB, &from, &n),
@@ -444,8 +423,7 @@ START_TEST(test_waiting_reads_one_hint_per_run)
 	fuse->hint_waiting = readahead_fs_hints_waiting(0x65735546);
 	ia = handle_index(a);
 	ifuse = handle_index(fuse);
-	/* 9 READs of a's stream (2.24 MiB), one elsewhere in a (a read of its
-	 * own range into the scratch buffer), 9 on
+	/* 9 READs of a's stream (2.24 MiB), one elsewhere in a (none), 9 on
 	 * FUSE (none), the stream's next 9, one on FUSE, and the stream's
 	 * next one (less than a step: later). */
 	add_reads(r, &n, ia, 0, 9);
@@ -457,16 +435,11 @@ START_TEST(test_waiting_reads_one_hint_per_run)
 	add_reads(r, &n, ifuse, 9 * BIG, 1);
 	add_reads(r, &n, ia, 18 * BIG, 1);
 	read_hint_waiting(r[0]);
-	ck_assert_uint_eq(num_kept, 3);
+	ck_assert_uint_eq(num_kept, 2);
 	ck_assert_uint_eq(kept[0]->offset, 0);
 	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
-	ck_assert_ptr_null(kept[0]->buf);
-	ck_assert_uint_eq(kept[1]->offset, 100 * MiB);
-	ck_assert_uint_eq(kept[1]->len, 32 * KiB);
-	ck_assert_ptr_nonnull(kept[1]->buf);
-	ck_assert_uint_eq(kept[2]->offset, 9 * BIG);
-	ck_assert_uint_eq(kept[2]->len, 9 * BIG);
-	ck_assert_ptr_null(kept[2]->buf);
+	ck_assert_uint_eq(kept[1]->offset, 9 * BIG);
+	ck_assert_uint_eq(kept[1]->len, 9 * BIG);
 	for (i = 0; i < n - 1; i++)
 		ck_assert(r[i]->ahead_hinted);
 	ck_assert(!r[n - 1]->ahead_hinted);
@@ -552,7 +525,6 @@ int main(void)
 	tcase_add_test(tc, test_waiting_read_continuing_the_stream);
 	tcase_add_test(tc, test_waiting_read_ahead_is_bounded);
 	tcase_add_test(tc, test_waiting_read_elsewhere_gets_none);
-	tcase_add_test(tc, test_waiting_random_read_primed);
 	tcase_add_test(tc, test_waiting_reads_hinted_on_block_file_systems);
 	tcase_add_test(tc, test_waiting_reads_one_hint_per_run);
 	tcase_add_test(tc, test_waiting_read_asked_again_when_no_room);
