@@ -378,6 +378,7 @@ class Scenario:
         self.skip = skip or {}        # server key -> why it is not run
         self.option = option          # ours with an option OpenSSH lacks
         self.limit = None             # (value, how): limit_of()
+        self.limit_buf = None         # (value, how): buffered_limit_of()
 
 
 # Every download runs on the servers' user's own file and again on one
@@ -706,18 +707,52 @@ SSHDS = {}
 # each rate also says how close to the limit it is: fio with O_DIRECT at
 # the scenario's depth and block size for cold reads (the device), a pipe
 # copy (cat | cat) of the warm file for warm rows (the two copies every
-# server makes at the least).  Measured once per run, before the rounds.
+# server makes at the least).  Cold rows also get fio's buffered figure
+# (the page cache's limit: what any server reading through the page cache
+# can reach), from a cold file each time.  Measured once per run, before
+# the rounds.
 
-def fio_limit(path, rw, bs, depth):
-    """fio O_DIRECT rw of path, bs bytes at depth: MiB/s (read) or IOPS
-    (randread)."""
-    out = run_cmd(["fio", "--name=limit", "--filename=" + path, "--readonly",
-                   "--direct=1", "--ioengine=io_uring", "--rw=" + rw,
-                   "--bs=%d" % bs, "--iodepth=%d" % depth,
-                   "--size=%d" % os.path.getsize(path), "--runtime=5",
-                   "--time_based", "--output-format=json"])
+def fio_run(path, rw, bs, depth, direct=True, engine="io_uring"):
+    """fio rw of path, bs bytes at depth: MiB/s (read) or IOPS (randread).
+    O_DIRECT: 5 s, time-based.  Buffered: the file's pages dropped first
+    (invalidate), read once (sequential) or half of it at random offsets,
+    none twice, so that no read finds a page an earlier one cached."""
+    size = os.path.getsize(path)
+    args = ["fio", "--name=limit", "--filename=" + path, "--readonly",
+            "--ioengine=" + engine, "--rw=" + rw, "--bs=%d" % bs,
+            "--size=%d" % size, "--output-format=json"]
+    if engine == "io_uring":
+        args.append("--iodepth=%d" % depth)
+    if direct:
+        args += ["--direct=1", "--runtime=5", "--time_based"]
+    else:
+        args += ["--direct=0", "--invalidate=1"]
+        if rw == "randread":
+            args.append("--io_size=%d" % (size // 2))
+    out = run_cmd(args)
     job = json.loads(out[out.index("{"):])["jobs"][0]["read"]
     return job["iops"] if rw == "randread" else job["bw_bytes"] / MiB
+
+
+def fio_limit(path, rw, bs, depth):
+    """fio O_DIRECT at the scenario's depth: the device's limit."""
+    return fio_run(path, rw, bs, depth)
+
+
+def fio_buffered_limit(path, rw, bs, depth, runs=3):
+    """fio buffered (through the page cache), cold: the median of runs,
+    each the better of io_uring at depth and, for sequential reads, psync
+    (one read at a time, the kernel's read-ahead giving the depth).
+    (value, how)."""
+    engines = ["io_uring"] + (["psync"] if rw == "read" else [])
+    best = {}
+    for _ in range(runs):
+        for e in engines:
+            best.setdefault(e, []).append(
+                fio_run(path, rw, bs, depth, direct=False, engine=e))
+    e = max(engines, key=lambda k: med(best[k]))
+    return med(best[e]), "fio buffered %s %s" % (
+        "io_uring QD%d" % depth if e == "io_uring" else "psync", "cold")
 
 
 def pipe_limit(path, dest):
@@ -732,17 +767,26 @@ def pipe_limit(path, dest):
     return os.path.getsize(path) / MiB / took
 
 
+def cold_fio(sc, cold):
+    """(rw, bs) of fio for a cold read row, or None."""
+    if sc.name.startswith("cold-randread") and cold:
+        return "randread", 32768
+    if sc.name == "nocache-download" or (
+            sc.name.startswith("cold-download") and cold):
+        return "read", BIG
+    return None
+
+
 def limit_of(sc, w, cold):
     """(value, how) for sc's row, or None where no plain copy compares."""
     src = os.path.join(w, "src")
+    io = cold_fio(sc, cold)
     try:
-        if sc.name.startswith("cold-randread") and cold:
-            return fio_limit(src, "randread", 32768, Cfg.depth), \
-                "fio O_DIRECT randread 32 KiB QD%d" % Cfg.depth
-        if sc.name == "nocache-download" or (
-                sc.name.startswith("cold-download") and cold):
-            return fio_limit(src, "read", BIG, Cfg.depth), \
-                "fio O_DIRECT read 255 KiB QD%d" % Cfg.depth
+        if io:
+            return fio_limit(src, io[0], io[1], Cfg.depth), \
+                "fio O_DIRECT %s %s QD%d" % (
+                    io[0], "32 KiB" if io[1] == 32768 else "255 KiB",
+                    Cfg.depth)
     except (RunError, OSError, ValueError, KeyError) as e:
         log("  limit of %s: fio failed: %s" % (sc.name, e))
         return None
@@ -753,6 +797,20 @@ def limit_of(sc, w, cold):
                            "cold-download")):
         return pipe_limit(src, "/dev/null"), "pipe copy"
     return None
+
+
+def buffered_limit_of(sc, w, cold):
+    """(value, how) of fio through the page cache for a cold read row, or
+    None."""
+    io = cold_fio(sc, cold)
+    if not io:
+        return None
+    try:
+        return fio_buffered_limit(os.path.join(w, "src"), io[0], io[1],
+                                  Cfg.depth)
+    except (RunError, OSError, ValueError, KeyError) as e:
+        log("  buffered limit of %s: fio failed: %s" % (sc.name, e))
+        return None
 
 
 def metric_of(sc, r):
@@ -823,19 +881,22 @@ def fmt_ratio(r):
 def table(rows, srv, title):
     lines = ["### " + title, "",
              "| scenario | metric | OpenSSH | ours | ratio | rounds | "
-             "OpenSSH CPU | ours CPU | CPU ratio | limit | ours/limit |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "OpenSSH CPU | ours CPU | CPU ratio | limit | ours/limit | "
+             "buffered limit | ours/buffered |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for sc, res in rows:
         o, u = res["openssh"], res["ours"]
         rr = round_ratios(o["rate"], u["rate"])
         lines.append("| %s | %s | %s | %s | **%s** | %s | %s | %s %s | %s | "
-                     "%s | %s |" % (
+                     "%s | %s | %s | %s |" % (
             sc.title, sc.metric, fmt(med(o["rate"])), fmt(med(u["rate"])),
             fmt_ratio(ratio(med(u["rate"]), med(o["rate"]))),
             "%.2f-%.2f" % (min(rr), max(rr)) if rr else "-",
             fmt(med(o["cpu"])), fmt(med(u["cpu"])), sc.cpu_unit,
             fmt_ratio(ratio(med(u["cpu"]), med(o["cpu"]))),
-            limit_cell(sc), fmt_ratio(ratio(med(u["rate"]), limit_value(sc)))))
+            limit_cell(sc), fmt_ratio(ratio(med(u["rate"]), limit_value(sc))),
+            limit_cell(sc, True),
+            fmt_ratio(ratio(med(u["rate"]), limit_value(sc, True)))))
     lines.append("")
     lines.append("ratio: ours/OpenSSH of the medians (higher is better); "
                  "rounds: the lowest and highest per-round ratio. CPU: the "
@@ -844,7 +905,10 @@ def table(rows, srv, title):
                  "same work without SFTP, measured once (fio O_DIRECT at the "
                  "scenario's depth and block size for cold reads, a pipe "
                  "copy `cat FILE | cat` of the warm file for warm ones); "
-                 "ours/limit: how much of it ours reached.")
+                 "ours/limit: how much of it ours reached. buffered limit: "
+                 "fio through the page cache, cold, the same depth and "
+                 "block size (what any server that reads through the page "
+                 "cache can reach), the median of 3.")
     lines.append("")
     extra = [s for s in srv if s[0] not in ("openssh", "ours")]
     if extra:
@@ -866,14 +930,16 @@ def table(rows, srv, title):
     return lines
 
 
-def limit_value(sc):
-    return sc.limit[0] if sc.limit else None
+def limit_value(sc, buffered=False):
+    lim = sc.limit_buf if buffered else sc.limit
+    return lim[0] if lim else None
 
 
-def limit_cell(sc):
-    if not sc.limit:
+def limit_cell(sc, buffered=False):
+    lim = sc.limit_buf if buffered else sc.limit
+    if not lim:
         return "-"
-    return "%s %s (%s)" % (fmt(sc.limit[0]), sc.metric, sc.limit[1])
+    return "%s %s (%s)" % (fmt(lim[0]), sc.metric, lim[1])
 
 
 def round_ratios(o, u):
@@ -896,8 +962,9 @@ def readme_table(unpinned, pinned):
     """doc/benchmarks.md's benchmark table: ratio and CPU ratio, unpinned and
     pinned, each with its per-round spread."""
     lines = ["| scenario | ratio | CPU ratio | pinned ratio | "
-             "pinned CPU ratio | limit | ours/limit |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "pinned CPU ratio | limit | ours/limit | buffered limit | "
+             "ours/buffered |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     pin = {sc.name: res for sc, res in pinned}
     for sc, res in unpinned:
         cells = [sc.title]
@@ -908,12 +975,17 @@ def readme_table(unpinned, pinned):
         cells.append(limit_cell(sc))
         cells.append(fmt_ratio(ratio(med(res["ours"]["rate"]),
                                      limit_value(sc))))
+        cells.append(limit_cell(sc, True))
+        cells.append(fmt_ratio(ratio(med(res["ours"]["rate"]),
+                                     limit_value(sc, True))))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Each cell: ours/OpenSSH of the medians, then (lowest-"
                  "highest) of the per-round ratios; limit: fio O_DIRECT at "
                  "the same depth and block size (cold reads) or a pipe copy "
-                 "(warm), and the fraction of it ours reached unpinned.")
+                 "(warm), and the fraction of it ours reached unpinned; "
+                 "buffered limit: fio through the page cache, cold (the "
+                 "page cache's limit), and ours' fraction of it.")
     return lines
 
 
@@ -1165,6 +1237,10 @@ def bench(w):
         if sc.limit:
             log("%s: limit %.1f %s (%s)" % (sc.name, sc.limit[0], sc.metric,
                                            sc.limit[1]))
+        sc.limit_buf = buffered_limit_of(sc, w, cold)
+        if sc.limit_buf:
+            log("%s: buffered limit %.1f %s (%s)" % (
+                sc.name, sc.limit_buf[0], sc.metric, sc.limit_buf[1]))
     unpinned, pinned = [], []
     for sc in scs:
         log("%s: %s" % (sc.name, sc.title))
@@ -1213,6 +1289,7 @@ def bench(w):
            "pinned": {sc.name: r for sc, r in pinned},
            "servers": {k: cmd for k, _, cmd in srv}, "cold": cold,
            "limits": {sc.name: sc.limit for sc in scs},
+           "buffered_limits": {sc.name: sc.limit_buf for sc in scs},
            "rounds": Cfg.rounds}
     with open(os.path.join(Cfg.out, "results.json"), "w") as f:
         json.dump(raw, f, indent=1)
