@@ -509,7 +509,7 @@ def make_scenarios(w, cold):
             return timed_client(c, rus, Cfg.size)
         return verified(run, up if op == "put" else got, Cfg.size)
 
-    def via_sshd(op):
+    def via_sshd(op, cipher="aes128-gcm@openssh.com"):
         def run(key, cmd, pin):
             sshd = SSHDS[key]
             batch = os.path.join(w, "batch")
@@ -522,7 +522,7 @@ def make_scenarios(w, cold):
                        "-o", "UserKnownHostsFile=/dev/null",
                        "-o", "StrictHostKeyChecking=no",
                        "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
-                       "-c", "aes128-gcm@openssh.com",
+                       "-c", cipher,
                        "-P", str(sshd.port), "-B", str(BIG), "-R", str(D),
                        "-b", batch, getpass.getuser() + "@127.0.0.1"]
             return timed_client(c, sshd.rusage, Cfg.sshd_size)
@@ -687,6 +687,10 @@ def make_scenarios(w, cold):
           "MiB/s", via_sshd("put"), before=warm, pinnable=False),
         S("sshd-get", "sshd get %d MiB (aes128-gcm)" % (Cfg.sshd_size // MiB),
           "MiB/s", via_sshd("get"), before=warm, pinnable=False),
+        S("sshd-get-chacha",
+          "sshd get %d MiB (chacha20-poly1305)" % (Cfg.sshd_size // MiB),
+          "MiB/s", via_sshd("get", "chacha20-poly1305@openssh.com"),
+          before=warm, pinnable=False),
     ]
     want = env("SCENARIOS", "")
     if want:
@@ -1016,6 +1020,7 @@ TARGETS = [
     ("devnull-255k", False, 1.5, None, "pipes"),
     ("sshd-put", False, 1.1, None, "pipes (1 GiB)"),
     ("sshd-get", False, 1.1, None, "pipes (1 GiB)"),
+    ("sshd-get-chacha", False, 1.1, None, "pipes (1 GiB)"),
     ("slow-listdir", False, 10.0, None, "listings"),
     ("slow-listdir-cold", False, 10.0, None, "listings"),
 ]
@@ -1204,7 +1209,8 @@ def bench(w):
     if any(n.endswith("-shared") for n in names):
         shutil.copyfile(os.path.join(w, "src"), os.path.join(w, "src-shared"))
         os.chmod(os.path.join(w, "src-shared"), 0o644)
-    if Cfg.sshd_size != Cfg.size and names & {"sshd-put", "sshd-get"}:
+    if Cfg.sshd_size != Cfg.size and names & {"sshd-put", "sshd-get",
+                                               "sshd-get-chacha"}:
         run_cmd([Cfg.load, "-s", str(Cfg.sshd_size), "mkfile",
                  os.path.join(w, "src-sshd")])
     if "paramiko-put" in names:
@@ -1222,7 +1228,7 @@ def bench(w):
     slow_names = {n for n in names if n.startswith("slow-")}
     if slow_names and not mount_slow(w):
         scs = [s for s in scs if s.name not in slow_names]
-    if names & {"sshd-put", "sshd-get"}:
+    if names & {"sshd-put", "sshd-get", "sshd-get-chacha"}:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
                         os.path.join(w, "hostkey")], check=True)
         key = os.path.join(w, "userkey")
