@@ -193,12 +193,14 @@ void nocache_before_read(struct nocache_state *nc, int fd, uint64_t off,
 	if (nc->map == NULL && residency_hidden(fd, nc->old_size)) {
 		/* Nothing known: nothing dropped. */
 		nc->hidden = 1;
-		if (!hidden_told++)
+		if (!hidden_told) {
+			hidden_told = 1;
 			verbose(
 			    "--nocache: the kernel does not tell which pages "
 			    "of a file this user may not write are cached "
 			    "(mincore): a download of one without "
 			    "RWF_DONTCACHE leaves its pages cached");
+		}
 		return;
 	}
 	if (nc->map == NULL &&

@@ -84,18 +84,19 @@ enum readahead_residency readahead_residency_after(int err, int *all_files);
 /* Where RWF_NOWAIT looks (pure): at most READAHEAD_SAMPLES page offsets
  * of [off, off + len), into at[]: its first page, its last, and between
  * them evenly, about one a READAHEAD_SAMPLE_GAP; their count. */
-/* ...and when it said "not cached", how many ranges that follow are
- * hinted without asking (pure): READAHEAD_COLD_SKIP.  A miss starts
- * reading its page, a small read of its own ahead of the hint's (a cold
- * download of root's 512 MiB file took 471-619 device requests against
- * 341-420 when every window was asked); a cold stream mostly stays cold,
- * and a cached stretch after it costs at most that many hints. */
-#define READAHEAD_COLD_SKIP 3
-unsigned readahead_nowait_skip(int cached);
-
 #define READAHEAD_SAMPLES 4
 #define READAHEAD_SAMPLE_GAP (1024 * 1024)
 unsigned readahead_samples(uint64_t off, uint64_t len, unsigned long page,
                            uint64_t at[READAHEAD_SAMPLES]);
+
+/* When RWF_NOWAIT said "not cached", how many ranges that follow are
+ * hinted without asking (pure): READAHEAD_COLD_SKIP.  A miss starts
+ * reading its page, a small read of its own ahead of the hint's (a cold
+ * download of root's 512 MiB file took 857-959 device requests when every
+ * window was asked, 562-740 with the skip: doc/design.md); a cold stream
+ * mostly stays cold, and a cached stretch after it costs at most that
+ * many hints. */
+#define READAHEAD_COLD_SKIP 3
+unsigned readahead_nowait_skip(int cached);
 
 #endif
