@@ -513,13 +513,13 @@ START_TEST(test_refusal_is_the_files_own)
 	int all = -1;
 
 	ck_assert_int_eq(readahead_residency_after(EPERM, &all),
-	                 READAHEAD_NOWAIT);
+	                 RESIDENCY_NOWAIT);
 	ck_assert_int_eq(all, 0);
 	ck_assert_int_eq(readahead_residency_after(EOPNOTSUPP, &all),
-	                 READAHEAD_NOWAIT);
+	                 RESIDENCY_NOWAIT);
 	ck_assert_int_eq(all, 0);
 	ck_assert_int_eq(readahead_residency_after(ENOSYS, &all),
-	                 READAHEAD_NOWAIT);
+	                 RESIDENCY_NOWAIT);
 	ck_assert_int_eq(all, 1);
 }
 END_TEST
