@@ -80,6 +80,12 @@ int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
 	return n == 0 || cached >= end - first;
 }
 
+enum residency_way readahead_first_way(unsigned long fs_type)
+{
+	return fs_type == 0x794c7630 /* overlayfs */ ? RESIDENCY_NOWAIT
+	                                             : RESIDENCY_CACHESTAT;
+}
+
 enum residency_way readahead_residency_after(int err, int *all_files)
 {
 	*all_files = err == ENOSYS;
@@ -257,7 +263,7 @@ void readahead_on_open(struct handle *h, unsigned long fs_type)
 	h->next_read = 0;
 	h->ahead_until = 0;
 	h->hint_waiting = readahead_fs_hints_waiting(fs_type);
-	h->residency = RESIDENCY_INIT;
+	h->residency = (struct residency){readahead_first_way(fs_type), 0};
 }
 
 int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,

@@ -63,6 +63,14 @@ int readahead_fs_hints_waiting(unsigned long fs_type);
 int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
                          unsigned long page);
 
+/* The way a file's residency is asked first, by its file system's
+ * statfs(2) f_type (pure): RWF_NOWAIT's on overlayfs, whose cachestat
+ * counts the pages of its own inode, which never holds any (they are the
+ * file's below it: a warm file of the user's answered 0 of 16384 cached,
+ * and every range was hinted after a cachestat each); cachestat's
+ * elsewhere. */
+enum residency_way readahead_first_way(unsigned long fs_type);
+
 /* The decision, pure: cachestat failed with err on a file; the file's way
  * from now on (RESIDENCY_NOWAIT, whatever the error: it needs no
  * permission beyond reading), and *all_files set when no file can have

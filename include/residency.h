@@ -22,7 +22,8 @@ enum residency_way {
 /* A reader's residency state: how its file is asked, and, in
  * RESIDENCY_NOWAIT's way after a range was found not cached, how many
  * ranges that follow are still to be hinted without asking
- * (readahead_nowait_skip).  RESIDENCY_INIT at open. */
+ * (readahead_nowait_skip).  RESIDENCY_INIT at first (a handle's way
+ * by its file system: readahead_first_way). */
 struct residency {
 	enum residency_way way;
 	unsigned unasked;
