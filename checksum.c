@@ -66,7 +66,7 @@ struct hash_job {
 	size_t ndigests, max_digests;
 	enum reply_form form;
 	uint64_t next_read, ahead_until; /* read-ahead state */
-	int residency;                   /* enum readahead_residency */
+	struct residency residency;      /* how its cache is asked */
 	uint8_t buf[];
 };
 
@@ -318,7 +318,7 @@ static int start_job(struct request *req, const char *fn, const char *op,
 	job->block = a->block;
 	job->form = form;
 	job->next_read = a->start;
-	job->residency = READAHEAD_CACHESTAT;
+	job->residency = RESIDENCY_INIT;
 	req->job = job;
 	req->job_free = job_free;
 	req->io_step = hash_step;

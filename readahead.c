@@ -68,8 +68,8 @@ struct cachestat {
 };
 
 /* No cachestat on this kernel (ENOSYS): then no file has it.  Any other
- * refusal is the file's own (handle's residency): EPERM says only that
- * this user may not write this file, nothing of the next. */
+ * refusal is the file's own (its reader's struct residency): EPERM says only
+ * that this user may not write this file, nothing of the next. */
 static int cachestat_missing;
 
 int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
@@ -80,10 +80,16 @@ int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
 	return n == 0 || cached >= end - first;
 }
 
-enum readahead_residency readahead_residency_after(int err, int *all_files)
+enum residency_way readahead_first_way(unsigned long fs_type)
+{
+	return fs_type == 0x794c7630 /* overlayfs */ ? RESIDENCY_NOWAIT
+	                                             : RESIDENCY_CACHESTAT;
+}
+
+enum residency_way readahead_residency_after(int err, int *all_files)
 {
 	*all_files = err == ENOSYS;
-	return READAHEAD_NOWAIT;
+	return RESIDENCY_NOWAIT;
 }
 
 unsigned readahead_samples(uint64_t off, uint64_t len, unsigned long page,
@@ -156,45 +162,39 @@ unsigned readahead_nowait_skip(int cached)
 	return cached ? 0 : READAHEAD_COLD_SKIP;
 }
 
-/* A handle's residency (int *way below): its enum readahead_residency in
- * the low bits; in RWF_NOWAIT's way, above them, how many ranges are
- * still to be hinted without asking (readahead_nowait_skip). */
-#define RESIDENCY_WAY 0xf
-#define RESIDENCY_SKIP_SHIFT 4
-
 /* Every page that [off, off + len) of fd touches is in the page cache:
- * 1; some are not: 0; that cannot be told: -1.  *way: how this file is
- * asked (the handle's), moved on when the kernel refuses a way. */
-static int page_cache_holds(int fd, uint64_t off, uint64_t len, int *way)
+ * 1; some are not: 0; that cannot be told: -1.  *res: how this file is
+ * asked (its reader's), moved on when the kernel refuses a way. */
+static int page_cache_holds(int fd, uint64_t off, uint64_t len,
+                            struct residency *res)
 {
 	static long page;
 	int rc, all_files;
 
 	if (page == 0 && (page = sysconf(_SC_PAGESIZE)) <= 0)
 		page = 4096;
-	if (*way == READAHEAD_CACHESTAT && cachestat_missing)
-		*way = READAHEAD_NOWAIT;
-	if (*way == READAHEAD_CACHESTAT) {
+	if (res->way == RESIDENCY_CACHESTAT && cachestat_missing)
+		res->way = RESIDENCY_NOWAIT;
+	if (res->way == RESIDENCY_CACHESTAT) {
 		if ((rc = cachestat_holds(fd, off, len, (unsigned long)page)) !=
 		    -1)
 			return rc;
-		*way = (int)readahead_residency_after(errno, &all_files);
+		res->way = readahead_residency_after(errno, &all_files);
 		if (all_files)
 			cachestat_missing = 1;
 	}
-	if ((*way & RESIDENCY_WAY) == READAHEAD_NOWAIT) {
-		if (*way >> RESIDENCY_SKIP_SHIFT) {
+	if (res->way == RESIDENCY_NOWAIT) {
+		if (res->unasked > 0) {
 			/* Cold a moment ago: hinted without asking. */
-			*way -= 1 << RESIDENCY_SKIP_SHIFT;
+			res->unasked--;
 			return 0;
 		}
 		if ((rc = nowait_holds(fd, off, len, (unsigned long)page)) ==
 		    -1) {
-			*way = READAHEAD_UNKNOWN;
+			res->way = RESIDENCY_UNKNOWN;
 			return -1;
 		}
-		*way = READAHEAD_NOWAIT |
-		       (int)(readahead_nowait_skip(rc) << RESIDENCY_SKIP_SHIFT);
+		res->unasked = readahead_nowait_skip(rc);
 		return rc;
 	}
 	return -1;
@@ -208,7 +208,7 @@ static void hint_done(struct io_op *op)
 
 /* 1: the kernel was asked, or need not be (all cached); 0: no hint
  * went out (all slots busy, or no descriptor), so it may be asked again. */
-static int hint(int fd, uint64_t from, uint64_t len, int *way)
+static int hint(int fd, uint64_t from, uint64_t len, struct residency *res)
 {
 	struct io_op *op;
 	int i;
@@ -218,7 +218,7 @@ static int hint(int fd, uint64_t from, uint64_t len, int *way)
 	 * a tenth of its CPU so); one system call here, in the loop, costs
 	 * far less.  A window reaching past the end of the file counts as
 	 * not cached: near the end there is one hint more. */
-	if (page_cache_holds(fd, from, len, way) == 1)
+	if (page_cache_holds(fd, from, len, res) == 1)
 		return 1;
 	for (i = 0; i < READAHEAD_OPS && hint_busy[i]; i++)
 		;
@@ -263,11 +263,11 @@ void readahead_on_open(struct handle *h, unsigned long fs_type)
 	h->next_read = 0;
 	h->ahead_until = 0;
 	h->hint_waiting = readahead_fs_hints_waiting(fs_type);
-	h->residency = READAHEAD_CACHESTAT;
+	h->residency = (struct residency){readahead_first_way(fs_type), 0};
 }
 
 int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
-                      int *way, uint64_t off, uint64_t len)
+                      struct residency *res, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len, from;
 
@@ -283,7 +283,7 @@ int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
 		return 1;
 	from = *ahead_until > end ? *ahead_until : end;
 	*ahead_until = end + READAHEAD_WINDOW;
-	(void)hint(fd, from, *ahead_until - from, way);
+	(void)hint(fd, from, *ahead_until - from, res);
 	return 1;
 }
 

@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "nocache.h"
+#include "residency.h"
 
 /* HANDLE_RESERVED: taken for an OPEN still running, so that handles are
  * numbered in arrival order (handle_reserve). */
@@ -36,8 +37,8 @@ struct handle {
 	int is_regular;     /* short reads are resumed only on regular files */
 	mode_t type;        /* st_mode & S_IFMT at open (0 if unknown) */
 	uint64_t next_read; /* where a sequential READ stream continues */
-	uint64_t ahead_until; /* read-ahead asked for up to here */
-	int residency; /* how its cache is asked (enum readahead_residency) */
+	uint64_t ahead_until;         /* read-ahead asked for up to here */
+	struct residency residency;   /* how its cache is asked (residency.h) */
 	struct nocache_state nocache; /* --nocache (nocache.h) */
 	int hint_waiting;       /* READs waiting for READ memory get hints of
 	                         * their own (readahead_fs_hints_waiting) */

@@ -10,19 +10,9 @@
 
 #include <stdint.h>
 
-struct handle;
+#include "residency.h"
 
-/* How a file's page-cache residency is asked before a hint (per handle,
- * starting at READAHEAD_CACHESTAT; readahead_residency_after moves it):
- * cachestat(2), where the kernel answers it (Linux 6.5, and since 6.x
- * only for files the caller may write); one byte of sampled pages read
- * with RWF_NOWAIT, for any file the user may read; neither (the file
- * system refuses RWF_NOWAIT): every range is hinted. */
-enum readahead_residency {
-	READAHEAD_CACHESTAT = 0,
-	READAHEAD_NOWAIT,
-	READAHEAD_UNKNOWN
-};
+struct handle;
 
 /* A file was opened for reading; fs_type: its file system's statfs(2)
  * f_type, 0 when unknown. */
@@ -32,11 +22,10 @@ void readahead_on_open(struct handle *h, unsigned long fs_type);
  * anew (a seek). */
 int readahead_on_read(struct handle *h, uint64_t off, uint32_t len);
 /* The same for any sequential reader of fd that keeps its own position
- * (check-file): a read of [off, off + len) was just submitted; *way: how
- * fd's residency is asked (an enum readahead_residency, its reader's,
- * READAHEAD_CACHESTAT at first). */
+ * (check-file): a read of [off, off + len) was just submitted; *res: the
+ * reader's residency state (RESIDENCY_INIT at first). */
 int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
-                      int *way, uint64_t off, uint64_t len);
+                      struct residency *res, uint64_t off, uint64_t len);
 
 /* A READ of [off, off + len) on h waits to run (for READ memory): if it
  * continues h's sequential stream, ask the kernel to read it into the
@@ -74,12 +63,20 @@ int readahead_fs_hints_waiting(unsigned long fs_type);
 int readahead_all_cached(uint64_t off, uint64_t n, uint64_t cached,
                          unsigned long page);
 
+/* The way a file's residency is asked first, by its file system's
+ * statfs(2) f_type (pure): RWF_NOWAIT's on overlayfs, whose cachestat
+ * counts the pages of its own inode, which never holds any (they are the
+ * file's below it: a warm file of the user's answered 0 of 16384 cached,
+ * and every range was hinted after a cachestat each); cachestat's
+ * elsewhere. */
+enum residency_way readahead_first_way(unsigned long fs_type);
+
 /* The decision, pure: cachestat failed with err on a file; the file's way
- * from now on (READAHEAD_NOWAIT, whatever the error: it needs no
+ * from now on (RESIDENCY_NOWAIT, whatever the error: it needs no
  * permission beyond reading), and *all_files set when no file can have
  * cachestat either (ENOSYS: a kernel before 6.5).  EPERM (a file the
  * user may not write) is this file's alone. */
-enum readahead_residency readahead_residency_after(int err, int *all_files);
+enum residency_way readahead_residency_after(int err, int *all_files);
 
 /* Where RWF_NOWAIT looks (pure): at most READAHEAD_SAMPLES page offsets
  * of [off, off + len), into at[]: its first page, its last, and between

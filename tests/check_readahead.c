@@ -513,14 +513,28 @@ START_TEST(test_refusal_is_the_files_own)
 	int all = -1;
 
 	ck_assert_int_eq(readahead_residency_after(EPERM, &all),
-	                 READAHEAD_NOWAIT);
+	                 RESIDENCY_NOWAIT);
 	ck_assert_int_eq(all, 0);
 	ck_assert_int_eq(readahead_residency_after(EOPNOTSUPP, &all),
-	                 READAHEAD_NOWAIT);
+	                 RESIDENCY_NOWAIT);
 	ck_assert_int_eq(all, 0);
 	ck_assert_int_eq(readahead_residency_after(ENOSYS, &all),
-	                 READAHEAD_NOWAIT);
+	                 RESIDENCY_NOWAIT);
 	ck_assert_int_eq(all, 1);
+}
+END_TEST
+
+/* overlayfs's cachestat counts its own inode's pages, never the file's:
+ * its files are asked with RWF_NOWAIT from the start; every other file
+ * system's (FUSE's too, which counts its own pages truly) with cachestat
+ * first. */
+START_TEST(test_overlayfs_skips_cachestat)
+{
+	ck_assert_int_eq(readahead_first_way(0x794c7630), RESIDENCY_NOWAIT);
+	ck_assert_int_eq(readahead_first_way(0xef53), RESIDENCY_CACHESTAT);
+	ck_assert_int_eq(readahead_first_way(0x65735546), RESIDENCY_CACHESTAT);
+	ck_assert_int_eq(readahead_first_way(0x01021994), RESIDENCY_CACHESTAT);
+	ck_assert_int_eq(readahead_first_way(0), RESIDENCY_CACHESTAT);
 }
 END_TEST
 
@@ -598,6 +612,7 @@ int main(void)
 	tcase_add_test(tc, test_waiting_reads_one_hint_per_run);
 	tcase_add_test(tc, test_waiting_read_asked_again_when_no_room);
 	tcase_add_test(tc, test_refusal_is_the_files_own);
+	tcase_add_test(tc, test_overlayfs_skips_cachestat);
 	tcase_add_test(tc, test_samples_span_the_range);
 	tcase_add_test(tc, test_cold_ranges_hinted_without_asking);
 	suite_add_tcase(s, tc);
