@@ -131,9 +131,11 @@ void pipe_stdio_plan(const struct pipe_limits *l, unsigned sessions,
 		p->stdout_pages = DEFAULT_SLOTS;
 }
 
-enum stdout_reader stdout_reader_of(const char *ssh_connection)
+enum stdout_reader stdout_reader_of(const char *ssh_connection,
+                                    const char *ssh_tty)
 {
-	return ssh_connection != NULL && ssh_connection[0] != '\0'
+	return ssh_connection != NULL && ssh_connection[0] != '\0' &&
+	               ssh_tty == NULL
 	           ? STDOUT_READER_SSHD
 	           : STDOUT_READER_LOCAL;
 }

@@ -20,8 +20,12 @@
  * made it (64 KiB), is not paced and never grows; a local client (sftp
  * -D, a test harness) gets a pipe sized to its rate. */
 enum stdout_reader { STDOUT_READER_LOCAL, STDOUT_READER_SSHD };
-/* Pure: sshd sets SSH_CONNECTION for every session it starts. */
-enum stdout_reader stdout_reader_of(const char *ssh_connection);
+/* Pure: sshd sets SSH_CONNECTION for every session it starts, and
+ * SSH_TTY only for one with a terminal, which a subsystem never has: a
+ * local client (sftp -D) started from an interactive ssh login sees both
+ * and keeps a sized stdout. */
+enum stdout_reader stdout_reader_of(const char *ssh_connection,
+                                    const char *ssh_tty);
 /* Set once at start, before stdio_pipe_grow. */
 void stdio_set_reader(enum stdout_reader reader);
 enum stdout_reader stdio_reader(void);

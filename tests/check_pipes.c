@@ -143,10 +143,14 @@ END_TEST
 
 START_TEST(test_sshd_is_the_reader_when_ssh_connection_is_set)
 {
-	ck_assert_int_eq(stdout_reader_of(NULL), STDOUT_READER_LOCAL);
-	ck_assert_int_eq(stdout_reader_of(""), STDOUT_READER_LOCAL);
-	ck_assert_int_eq(stdout_reader_of("10.0.0.2 50000 10.0.0.1 22"),
-	                 STDOUT_READER_SSHD);
+	const char *conn = "10.0.0.2 50000 10.0.0.1 22";
+
+	ck_assert_int_eq(stdout_reader_of(NULL, NULL), STDOUT_READER_LOCAL);
+	ck_assert_int_eq(stdout_reader_of("", NULL), STDOUT_READER_LOCAL);
+	ck_assert_int_eq(stdout_reader_of(conn, NULL), STDOUT_READER_SSHD);
+	/* sftp -D from an interactive ssh login */
+	ck_assert_int_eq(stdout_reader_of(conn, "/dev/pts/3"),
+	                 STDOUT_READER_LOCAL);
 }
 END_TEST
 
