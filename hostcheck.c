@@ -541,7 +541,8 @@ void hostcheck_print_text(const struct hostcheck *h, FILE *f)
 	fprintf(f,
 	        "%-26s budget %lu pages, with %u session%s of this server "
 	        "running (this one counted): stdin grows to %lu pages, stdout "
-	        "up to %lu as its reader's rate asks (pages of %lu bytes)\n",
+	        "up to %lu as a local reader's rate asks; under sshd stdout "
+	        "keeps its size (pages of %lu bytes)\n",
 	        "a session's stdio pipes", h->plan.budget, h->sessions,
 	        h->sessions == 1 ? "" : "s", h->plan.stdin_pages,
 	        h->plan.stdout_pages, h->page_size);

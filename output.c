@@ -73,7 +73,9 @@ size_t output_stdout_setup(void)
 		return 0;
 	stdout_is_socket = S_ISSOCK(st.st_mode);
 	stdout_is_pipe = S_ISFIFO(st.st_mode);
+	/* sshd as the reader: never paced (stdio-pipes.h). */
 	if (S_ISFIFO(st.st_mode) && several_cpus() &&
+	    stdio_reader() == STDOUT_READER_LOCAL &&
 	    (size = fcntl(STDOUT_FILENO, F_GETPIPE_SZ)) > 0)
 		return (size_t)size;
 	return 0;

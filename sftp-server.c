@@ -435,6 +435,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setup_worker_signal();
 	set_handle_limit();
+	stdio_set_reader(
+	    stdout_reader_of(getenv("SSH_CONNECTION"), getenv("SSH_TTY")));
 	tune_stdio(STDIN_FILENO);
 	tune_stdio(STDOUT_FILENO);
 	output_init(&output_stdout_ops, output_stdout_setup());

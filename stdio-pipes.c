@@ -43,6 +43,7 @@ static unsigned long stdio_pages;    /* what our stdio pipes grew by */
 static unsigned long stdout_pages;   /* stdout's size now; 0: no pipe */
 static unsigned long stdout_least;   /* ... as we found it */
 static unsigned long stdout_most;    /* ... as far as it may grow */
+static enum stdout_reader reader = STDOUT_READER_LOCAL;
 
 /* --- The decisions (pure) ------------------------------------------------ */
 
@@ -130,7 +131,26 @@ void pipe_stdio_plan(const struct pipe_limits *l, unsigned sessions,
 		p->stdout_pages = DEFAULT_SLOTS;
 }
 
+enum stdout_reader stdout_reader_of(const char *ssh_connection,
+                                    const char *ssh_tty)
+{
+	return ssh_connection != NULL && ssh_connection[0] != '\0' &&
+	               ssh_tty == NULL
+	           ? STDOUT_READER_SSHD
+	           : STDOUT_READER_LOCAL;
+}
+
 /* --- What the kernel says ------------------------------------------------ */
+
+void stdio_set_reader(enum stdout_reader r)
+{
+	reader = r;
+}
+
+enum stdout_reader stdio_reader(void)
+{
+	return reader;
+}
 
 /* The budget for as many sessions as the user runs now (the quota
  * applies only to users without CAP_SYS_RESOURCE). */
@@ -225,6 +245,13 @@ void stdio_pipe_grow(int fd)
 	old = (unsigned long)got / page_size;
 	stdio_want(&limits, page_size, fd == STDIN_FILENO, &want, &keep);
 	grown = pipe_stdio_size(session_budget, stdio_pages, old, want, keep);
+	if (fd == STDOUT_FILENO && reader == STDOUT_READER_SSHD) {
+		/* As sshd made it, for good (stdio-pipes.h). */
+		stdout_pages = stdout_least = stdout_most = old;
+		debug("stdout: read by sshd, kept at %lu KiB",
+		      old * page_size / 1024);
+		return;
+	}
 	if (fd == STDOUT_FILENO) {
 		/* To its least now, later as far as its reader's rate asks. */
 		stdout_pages = old;

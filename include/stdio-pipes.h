@@ -12,9 +12,28 @@
 
 #include "pipe-quota.h"
 
+/* Who reads our stdout.  sshd reads a subsystem's stdout 32 KiB at a time
+ * and sends on at once whatever it finds: the more a pipe holds, the
+ * longer its bursts to the client, and the ssh client spends more CPU per
+ * byte on bursts than the whole transfer saves here (doc/design.md,
+ * "Stdio pipes").  So with sshd as its reader stdout keeps the size sshd
+ * made it (64 KiB), is not paced and never grows; a local client (sftp
+ * -D, a test harness) gets a pipe sized to its rate. */
+enum stdout_reader { STDOUT_READER_LOCAL, STDOUT_READER_SSHD };
+/* Pure: sshd sets SSH_CONNECTION for every session it starts, and
+ * SSH_TTY only for one with a terminal, which a subsystem never has: a
+ * local client (sftp -D) started from an interactive ssh login sees both
+ * and keeps a sized stdout. */
+enum stdout_reader stdout_reader_of(const char *ssh_connection,
+                                    const char *ssh_tty);
+/* Set once at start, before stdio_pipe_grow. */
+void stdio_set_reader(enum stdout_reader reader);
+enum stdout_reader stdio_reader(void);
+
 /* Grow a stdio pipe of ours (stdin first, then stdout) as far as the
- * session's share allows: stdin at once; stdout to 256 KiB, and further
- * later by stdio_stdout_resize as its reader's rate asks. */
+ * session's share allows: stdin at once; stdout (read by a local client)
+ * to 256 KiB, and further later by stdio_stdout_resize as its reader's
+ * rate asks. */
 void stdio_pipe_grow(int fd);
 /* stdout's size at start, its smallest, and as far as it may grow
  * (bytes; 0 when stdout is no pipe). */

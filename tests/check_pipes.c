@@ -141,6 +141,19 @@ START_TEST(test_plan_grows_stdin_then_stdout)
 }
 END_TEST
 
+START_TEST(test_sshd_is_the_reader_when_ssh_connection_is_set)
+{
+	const char *conn = "10.0.0.2 50000 10.0.0.1 22";
+
+	ck_assert_int_eq(stdout_reader_of(NULL, NULL), STDOUT_READER_LOCAL);
+	ck_assert_int_eq(stdout_reader_of("", NULL), STDOUT_READER_LOCAL);
+	ck_assert_int_eq(stdout_reader_of(conn, NULL), STDOUT_READER_SSHD);
+	/* sftp -D from an interactive ssh login */
+	ck_assert_int_eq(stdout_reader_of(conn, "/dev/pts/3"),
+	                 STDOUT_READER_LOCAL);
+}
+END_TEST
+
 static Suite *pipes_suite(void)
 {
 	Suite *s = suite_create("pipes");
@@ -152,6 +165,7 @@ static Suite *pipes_suite(void)
 	tcase_add_test(tc, test_reserve_is_one_largest_pipe);
 	tcase_add_test(tc, test_stdio_grows_as_far_as_the_budget_allows);
 	tcase_add_test(tc, test_plan_grows_stdin_then_stdout);
+	tcase_add_test(tc, test_sshd_is_the_reader_when_ssh_connection_is_set);
 	suite_add_tcase(s, tc);
 	return s;
 }

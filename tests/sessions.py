@@ -10,6 +10,11 @@ pipe-quota: N sessions (16) each open a file and send 64 READs of 255 KiB
   get the default 64 KiB buffer and grow to 1 MiB with F_SETPIPE_SZ, as
   any program of the user would expect.  Finally every reply is read and
   compared with the file.
+stdout-reader: one session as sshd starts it (SSH_CONNECTION set) and one
+  as a local client does; each reads the file with all its READs in
+  flight.  Under sshd stdout must keep the size it was given (the pipe's
+  default) the whole time, never grown or shrunk; a local client's grows
+  at start.  Every reply is compared with the file.
 many: M sessions (256) started one after the other and all kept open, each
   reading a few blocks and checking them; then all are ended.  None may
   fail for want of a ring, locked memory or descriptors.
@@ -57,10 +62,10 @@ def pipe_probe():
         os.close(w)
 
 
-def start(args, i, name):
+def start(args, i, name, env=None):
     c = sc.Client([args.server, "-e", "-l", "VERBOSE"],
                   stderr=os.path.join(args.workdir, "%s.%d.err" % (name, i)),
-                  timeout=60)
+                  timeout=60, env=env)
     c.init()
     rep = c.open(os.path.join(args.workdir, "data"), sc.FXF_READ)
     if rep.type != sc.FXP_HANDLE:
@@ -125,6 +130,49 @@ def check_pipe_quota(args):
     return True
 
 
+def stdout_sizes(env, name, args):
+    """Sizes of a session's stdout pipe: after INIT, and the largest and
+    smallest seen while the file is read twice, all READs in flight."""
+    c, h = start(args, 0, name, env)
+    try:
+        first = fcntl.fcntl(c.rfd, F_GETPIPE_SZ)
+        seen = {first}
+        for _ in range(2):
+            c.begin_batch()
+            ids = [c.read(h, k * BIG, BIG, wait=False) for k in range(DEPTH)]
+            c.end_batch()
+            for k, rid in enumerate(ids):
+                seen.add(fcntl.fcntl(c.rfd, F_GETPIPE_SZ))
+                read_replies(c, [rid], k)
+        end(c, h)
+        return first, min(seen), max(seen)
+    finally:
+        c.close()
+
+
+def check_stdout_reader(args):
+    default, grown = pipe_probe()
+    if default < 65536 or grown != MiB:
+        print("SKIP stdout-reader: the pipe quota is used up", flush=True)
+        return
+    try:
+        env = dict(os.environ, SSH_CONNECTION="127.0.0.1 50000 127.0.0.1 22")
+        first, least, most = stdout_sizes(env, "sshd", args)
+        print("under sshd: stdout %d bytes at start, %d-%d during the reads"
+              % (first, least, most), flush=True)
+        result(first == default and least == most == default,
+               "under sshd (SSH_CONNECTION) stdout keeps the %d bytes it "
+               "was given" % default)
+        env = dict(os.environ)
+        env.pop("SSH_CONNECTION", None)
+        first, least, most = stdout_sizes(env, "local", args)
+        print("local client: stdout %d bytes at start, %d-%d during the "
+              "reads" % (first, least, most), flush=True)
+        result(first > default, "a local client's stdout grows at start")
+    except (sc.SFTPError, OSError) as e:
+        result(False, "stdout-reader: %s" % e)
+
+
 def check_many(args):
     sessions = []
     try:
@@ -177,6 +225,7 @@ def main():
     print("uid %d; fs.pipe-user-pages-soft %s" % (os.getuid(), open(
         "/proc/sys/fs/pipe-user-pages-soft").read().strip()), flush=True)
     ran = check_pipe_quota(args)
+    check_stdout_reader(args)
     check_many(args)
     sys.exit(tally.summary(skipped=not ran))
 

@@ -102,6 +102,71 @@ sshd_stops() {
 	fi
 }
 
+# eager_writer SRC DST: through ssh -s sftp, a READ of SRC, then 32 MiB
+# of WRITEs to DST sent before any reply is read (as a client may, and
+# OpenSSH's server takes it all).  Under sshd our stdout keeps sshd's
+# 64 KiB, which the replies outgrow (32 KiB of DATA and 1024 STATUS):
+# sshd's and ssh's channel buffers must hold them, not our pipe, so the
+# server must keep taking input.  Then every reply, in order, and DST
+# byte for byte.
+eager_writer() {
+	local rc=0
+	TESTS_DIR=$TESTS_DIR "$PYTHON3" - "$1" "$2" ssh "${SSHOPTS[@]}" -p "$PORT" -s \
+		"$ME@127.0.0.1" sftp <<'EOF' >"$P/eager.log" 2>&1 || rc=$?
+import os, select, sys, time
+sys.path.insert(0, os.environ["TESTS_DIR"])
+import sftpclient as sc
+src, dst, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+CHUNK, COUNT = 32768, 1024
+with open(src, "rb") as f:
+    data = f.read(CHUNK * COUNT)
+assert len(data) == CHUNK * COUNT
+c = sc.Client(argv, timeout=60)
+c.init()
+h_src = c.check_handle(c.open(src, sc.FXF_READ))
+h_dst = c.check_handle(c.open(dst, sc.FXF_WRITE | sc.FXF_CREAT
+                              | sc.FXF_TRUNC))
+
+
+def req(t, rid, body):
+    return sc.packet(t, sc.u32(rid) + body)
+
+
+out = req(sc.FXP_READ, 1, sc.string(h_src) + sc.u64(0) + sc.u32(CHUNK))
+out += b"".join(req(sc.FXP_WRITE, 5000 + i, sc.string(h_dst)
+                    + sc.u64(i * CHUNK)
+                    + sc.string(data[i * CHUNK:(i + 1) * CHUNK]))
+                for i in range(COUNT))
+view, deadline = memoryview(out), time.monotonic() + 30
+while view:
+    if time.monotonic() > deadline:
+        sys.exit("deadlock: the server stopped taking input with %d bytes "
+                 "left, no reply read" % len(view))
+    if select.select([], [c.wfd], [], 1)[1]:
+        try:
+            view = view[os.write(c.wfd, view[:1 << 20]):]
+        except BlockingIOError:
+            pass
+rep = c.expect(1, 30)
+if rep.type != sc.FXP_DATA or rep.data != data[:CHUNK]:
+    sys.exit("READ: %r" % rep)
+for i in range(COUNT):
+    rep = c.recv(30)
+    if rep.id != 5000 + i or not rep.is_status(sc.FX_OK):
+        sys.exit("reply %d: %r" % (i, rep))
+rep = c.close_handle(h_dst)
+if not rep.is_status(sc.FX_OK):
+    sys.exit("CLOSE: %r" % rep)
+c.close()
+with open(dst, "rb") as f:
+    if f.read() != data:
+        sys.exit("%s differs" % dst)
+print("ok")
+EOF
+	[ "$rc" = 0 ] || sed 's/^/    /' "$P/eager.log" | tail -n 5
+	return "$rc"
+}
+
 # run_sftp NAME BATCH: stdout in $P/NAME.out, stderr in $P/NAME.log.
 run_sftp() {
 	local rc=0
@@ -486,6 +551,14 @@ for i in "${!PASS_NAMES[@]}"; do
 		"close \"$R/big40\" bytes read $BIG written 0"
 	check "[$PASS] log: session closed" has_line "$SLOG" \
 		"session closed for local user $ME from [127.0.0.1]"
+
+	# ------------------------------- stdout under sshd, an eager writer
+	log_to "$P/eager-server.log" DEBUG1
+	check "[$PASS] eager writer through sshd: input taken, replies in order" \
+		eager_writer "$L/big40" "$R/eager-out"
+	check "[$PASS] stdout kept at sshd's 64 KiB" has_line \
+		"$P/eager-server.log" "debug1: stdout: read by sshd, kept at 64 KiB"
+	log_to "$WORK/server.$PASS.log"
 
 	# ---------------------------------------------------- scp (SFTP mode)
 	mkdir -p "$P/scp"
