@@ -5,6 +5,13 @@
 
 #include "outpace.h"
 
+int64_t outpace_pause_left(const struct outpace *p, int64_t now_ns)
+{
+	if (p->pause_until != 0 && now_ns < p->pause_until)
+		return p->pause_until - now_ns;
+	return 0;
+}
+
 int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
                      int64_t now_ns)
 {
@@ -17,8 +24,8 @@ int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
 		return 0;
 	/* Woken early (a completion, input): the pause goes on, it does not
 	 * start over, or steady completions would postpone it for ever. */
-	if (p->pause_until != 0 && now_ns < p->pause_until)
-		return p->pause_until - now_ns;
+	if (outpace_pause_left(p, now_ns) > 0)
+		return outpace_pause_left(p, now_ns);
 	p->pause_until = 0;
 	if (p->last_ns == 0 || gap <= 0 || gap > OUTPACE_STALE_NS ||
 	    consumed < p->last_consumed) {
@@ -42,7 +49,7 @@ int64_t outpace_wait(struct outpace *p, uint64_t written, uint64_t unread,
 
 int outpace_woke(struct outpace *p, uint64_t unread, int64_t now_ns)
 {
-	if (p->pause_until != 0 && now_ns < p->pause_until)
+	if (outpace_pause_left(p, now_ns) > 0)
 		return 0;
 	p->pause_until = 0;
 	/* The next pauses are shorter; samples set the rate right again. */

@@ -154,9 +154,13 @@ size_t output_resize(size_t bytes)
 
 int64_t output_pace_wait(int64_t now_ns)
 {
-	int64_t unread;
+	int64_t unread, left;
 
-	if (pace.capacity == 0 || gone || (unread = ops->unread()) < 0)
+	if (pace.capacity == 0 || gone)
+		return 0;
+	if ((left = outpace_pause_left(&pace, now_ns)) > 0)
+		return left; /* woken early: no sample */
+	if ((unread = ops->unread()) < 0)
 		return 0;
 	return outpace_wait(&pace, out_total, (uint64_t)unread, now_ns);
 }
@@ -165,7 +169,11 @@ int output_pace_woke(int64_t now_ns)
 {
 	int64_t unread;
 
-	if (pace.capacity == 0 || gone || (unread = ops->unread()) < 0)
+	if (pace.capacity == 0 || gone)
+		return 1;
+	if (outpace_pause_left(&pace, now_ns) > 0)
+		return 0; /* woken early: the pause goes on, no sample */
+	if ((unread = ops->unread()) < 0)
 		return 1;
 	return outpace_woke(&pace, (uint64_t)unread, now_ns);
 }

@@ -123,12 +123,35 @@ size_t readmem_ring_reach(const struct readmem_ring *r)
 	return reach;
 }
 
+int readmem_new_pages(size_t touched, size_t off, size_t len, size_t *from,
+                      size_t *to)
+{
+	size_t start = off / READMEM_PAGE * READMEM_PAGE;
+	size_t end =
+	    (off + len + READMEM_PAGE - 1) / READMEM_PAGE * READMEM_PAGE;
+	size_t used =
+	    (touched + READMEM_PAGE - 1) / READMEM_PAGE * READMEM_PAGE;
+
+	if (start < used)
+		start = used;
+	if (len == 0 || end <= start)
+		return 0;
+	*from = start;
+	*to = end;
+	return 1;
+}
+
 /* --- The session's region ------------------------------------------------ */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 static struct readmem_ring ring;
 static uint8_t *base;
 static size_t touched;  /* pages may be in use below this */
 static int short_taken; /* the last take found no room */
+static int no_populate; /* the kernel refused MADV_POPULATE_WRITE */
 
 int readmem_init(unsigned max_pieces)
 {
@@ -151,13 +174,17 @@ int readmem_init(unsigned max_pieces)
 
 uint8_t *readmem_take(size_t len, int *slot)
 {
-	size_t off;
+	size_t off, from, to;
 
 	if (base == NULL || (*slot = readmem_ring_take(&ring, len, &off)) < 0) {
 		short_taken = 1;
 		return NULL;
 	}
 	short_taken = 0;
+	if (!no_populate && readmem_new_pages(touched, off, len, &from, &to) &&
+	    madvise(base + from, to - from, MADV_POPULATE_WRITE) != 0 &&
+	    (errno == EINVAL || errno == EPERM || errno == ENOSYS))
+		no_populate = 1; /* before 5.14, or a filter: they fault in */
 	if (off + len > touched)
 		touched = off + len;
 	return base + off;

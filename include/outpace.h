@@ -26,6 +26,13 @@ struct outpace {
 /* A sample this old says nothing about the current rate. */
 #define OUTPACE_STALE_NS 100000000
 
+/* What is left of a pause in progress at now_ns (0: none).  While one
+ * is, the session wakes for completions and input but neither decision
+ * needs a sample: FIONREAD takes the pipe's lock, which the reader holds
+ * while it copies out, so with the reader on the other CPU each sample
+ * spun for up to a pipeful's copy (doc/design.md, "Output"). */
+int64_t outpace_pause_left(const struct outpace *p, int64_t now_ns);
+
 /* The decision, from a fresh sample: written = all bytes written to the
  * pipe, unread = bytes in it now, at now_ns.  Returns how long to sleep
  * before writing again, or 0 to wait for room (POLLOUT) instead.  While a

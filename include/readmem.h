@@ -59,6 +59,15 @@ size_t readmem_ring_held(const struct readmem_ring *r);
 void readmem_ring_limit(struct readmem_ring *r, size_t limit);
 /* Where the last byte of a piece held ends (0 when none). */
 size_t readmem_ring_reach(const struct readmem_ring *r);
+/* A piece [off, off + len) taken where pages below touched are in use:
+ * 1 with the pages it is the first to use, [*from, *to) in whole pages,
+ * or 0 when it uses none that are new.  Those pages are filled in one
+ * system call before the read is submitted: on a guest where each page
+ * fault leaves to the hypervisor (this VM: 11-20 us a fault, 384 of them
+ * for the region), faulting them one by one in the copy cost more than
+ * the copy (doc/design.md, "READ memory"). */
+int readmem_new_pages(size_t touched, size_t off, size_t len, size_t *from,
+                      size_t *to);
 
 /* The session's region, for up to max_pieces READs at once: 0, or -errno.
  * It is only address space until READs touch it, so a session that never

@@ -53,6 +53,25 @@ START_TEST(test_steady_reader_sets_the_pause)
 }
 END_TEST
 
+/* A pause in progress: what is left of it, then nothing. */
+START_TEST(test_pause_left)
+{
+	struct outpace p = full_pipe();
+	int64_t wait;
+
+	ck_assert_int_eq(outpace_pause_left(&p, 1001 * (int64_t)MS), 0);
+	wait = outpace_wait(&p, 3 * MiB, MiB, 1001 * (int64_t)MS);
+	ck_assert_int_gt(wait, 0);
+	ck_assert_int_eq(outpace_pause_left(&p, 1001 * (int64_t)MS), wait);
+	ck_assert_int_eq(outpace_pause_left(&p, 1001 * (int64_t)MS + 100000),
+	                 wait - 100000);
+	ck_assert_int_eq(outpace_pause_left(&p, 1001 * (int64_t)MS + wait), 0);
+	ck_assert_int_eq(outpace_woke(&p, 512 * KiB, 1001 * (int64_t)MS + wait),
+	                 1);
+	ck_assert_int_eq(outpace_pause_left(&p, 1001 * (int64_t)MS), 0);
+}
+END_TEST
+
 START_TEST(test_slow_reader_is_waited_for)
 {
 	struct outpace p = full_pipe();
@@ -128,6 +147,7 @@ int main(void)
 
 	tcase_add_test(tc, test_not_a_pipe_is_never_paced);
 	tcase_add_test(tc, test_steady_reader_sets_the_pause);
+	tcase_add_test(tc, test_pause_left);
 	tcase_add_test(tc, test_slow_reader_is_waited_for);
 	tcase_add_test(tc, test_stalled_reader_ends_the_pacing);
 	tcase_add_test(tc, test_pipe_run_dry_shortens_pauses);

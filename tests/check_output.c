@@ -49,8 +49,11 @@ static ssize_t fake_writev(const struct iovec *iov, int cnt)
 	return (ssize_t)n;
 }
 
+static unsigned unread_calls;
+
 static int64_t fake_unread(void)
 {
+	unread_calls++;
 	return unread;
 }
 
@@ -63,6 +66,7 @@ static void setup(void)
 	fail = 0;
 	unread = 0;
 	calls = 0;
+	unread_calls = 0;
 	output_init(&fake_ops, 0);
 }
 
@@ -107,6 +111,37 @@ START_TEST(test_reader_leaving)
 	ck_assert_int_eq(output_gone(), 0);
 	output_lost();
 	ck_assert_int_eq(output_writev(&iov, 1, &moved), OUTPUT_GONE);
+}
+END_TEST
+
+/* A pause in progress: the session wakes for completions and input, and
+ * neither the wait nor the wake asks the pipe (a FIONREAD that spins on
+ * the reader's lock); the end of the pause does. */
+START_TEST(test_pause_asks_nothing)
+{
+	char buf[64 * KiB];
+	struct iovec iov = {buf, sizeof(buf)};
+	size_t moved;
+	int64_t t = 1000000000, wait;
+	int i;
+
+	output_init(&fake_ops, MiB);
+	for (i = 0; i < 16; i++) /* full */
+		ck_assert_int_eq(output_writev(&iov, 1, &moved), OUTPUT_MOVED);
+	ck_assert_int_eq(output_pace_wait(t), 0); /* no rate yet */
+	unread = 0;                               /* read in 1 ms, refilled */
+	for (i = 0; i < 16; i++)
+		ck_assert_int_eq(output_writev(&iov, 1, &moved), OUTPUT_MOVED);
+	wait = output_pace_wait(t + 1000000);
+	ck_assert_int_gt(wait, 100000);
+	ck_assert_uint_eq(unread_calls, 2);
+	/* Woken early, twice: the pause goes on, unasked. */
+	ck_assert_int_eq(output_pace_wait(t + 1000000 + 50000), wait - 50000);
+	ck_assert_int_eq(output_pace_woke(t + 1000000 + 60000), 0);
+	ck_assert_uint_eq(unread_calls, 2);
+	/* Its end: one sample. */
+	ck_assert_int_eq(output_pace_woke(t + 1000000 + wait), 1);
+	ck_assert_uint_eq(unread_calls, 3);
 }
 END_TEST
 
@@ -226,6 +261,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_write_results);
 	tcase_add_test(tc, test_reader_leaving);
+	tcase_add_test(tc, test_pause_asks_nothing);
 	tcase_add_test(tc, test_stdout_pipe_is_measured);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -4,7 +4,10 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "readmem.h"
 
@@ -133,6 +136,78 @@ START_TEST(test_read_memory_window)
 }
 END_TEST
 
+/* Which pages a piece is the first to use: whole pages from where the
+ * pages in use end, up to the piece's end. */
+START_TEST(test_read_memory_new_pages)
+{
+	size_t from = 7, to = 7;
+
+	/* The first piece: its pages, the last one partly used. */
+	ck_assert_int_eq(readmem_new_pages(0, 0, 261133, &from, &to), 1);
+	ck_assert_uint_eq(from, 0);
+	ck_assert_uint_eq(to, 64 * 4096);
+	/* The next: from the page after the last one used. */
+	ck_assert_int_eq(readmem_new_pages(261133, 261133, 261133, &from, &to),
+	                 1);
+	ck_assert_uint_eq(from, 64 * 4096);
+	ck_assert_uint_eq(to, 128 * 4096);
+	/* Within the pages used (a wrap to the start): none. */
+	from = to = 7;
+	ck_assert_int_eq(readmem_new_pages(522266, 0, 261133, &from, &to), 0);
+	ck_assert_int_eq(readmem_new_pages(522266, 500000, 22266, &from, &to),
+	                 0);
+	ck_assert_int_eq(readmem_new_pages(4096, 100, 0, &from, &to), 0);
+	ck_assert_uint_eq(from, 7);
+	ck_assert_uint_eq(to, 7);
+	/* Past a gap: its own pages only. */
+	ck_assert_int_eq(
+	    readmem_new_pages(4096, 5 * 4096 + 10, 100, &from, &to), 1);
+	ck_assert_uint_eq(from, 5 * 4096);
+	ck_assert_uint_eq(to, 6 * 4096);
+	/* Given back (touched lowered to 0): used anew. */
+	ck_assert_int_eq(readmem_new_pages(0, 0, 13, &from, &to), 1);
+	ck_assert_uint_eq(from, 0);
+	ck_assert_uint_eq(to, 4096);
+}
+END_TEST
+
+/* A piece's pages are in memory when it is taken, before the read is
+ * submitted into it: not faulted in one by one by the copy. */
+START_TEST(test_read_memory_populated)
+{
+	unsigned char vec[128];
+	uint8_t *p, *q;
+	size_t i, n;
+	int slot, slot2;
+	void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(probe, MAP_FAILED);
+	if (madvise(probe, 4096, 23 /* MADV_POPULATE_WRITE */) != 0 &&
+	    errno == EINVAL) {
+		munmap(probe, 4096);
+		return; /* before Linux 5.14: nothing to check */
+	}
+	munmap(probe, 4096);
+	ck_assert_int_eq(readmem_init(64), 0);
+	readmem_set_window(READMEM_BYTES, READMEM_BYTES);
+	p = readmem_take(261133, &slot);
+	ck_assert_ptr_nonnull(p);
+	q = readmem_take(100000, &slot2);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_eq(q, p + 261133);
+	n = (261133 + 100000 + 4095) / 4096;
+	ck_assert_uint_le(n, sizeof(vec));
+	/* The region is page-aligned (mmap), so p is too. */
+	ck_assert_int_eq(mincore(p, n * 4096, vec), 0);
+	for (i = 0; i < n; i++)
+		ck_assert_msg(vec[i] & 1, "page %zu of the pieces not resident",
+		              i);
+	readmem_give(slot);
+	readmem_give(slot2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("readmem");
@@ -143,6 +218,8 @@ int main(void)
 	tcase_add_test(tc, test_read_memory_ring);
 	tcase_add_test(tc, test_read_memory_ring_slots);
 	tcase_add_test(tc, test_read_memory_window);
+	tcase_add_test(tc, test_read_memory_new_pages);
+	tcase_add_test(tc, test_read_memory_populated);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
