@@ -98,14 +98,19 @@ unsigned long pipe_reserve_pages(const struct pipe_limits *l)
 }
 
 /* What a stdio pipe would like to grow to (pages) and, for stdin, grown
- * first, what it must leave of the budget for stdout. */
+ * first, what it must leave of the budget for stdout: what stdout may grow
+ * by when a local client reads it; nothing under sshd, where stdout keeps
+ * its size and stdin may take the whole budget. */
 static void stdio_want(const struct pipe_limits *l, unsigned long page_size,
-                       int is_stdin, unsigned long *want, unsigned long *keep)
+                       int is_stdin, enum stdout_reader reader,
+                       unsigned long *want, unsigned long *keep)
 {
 	*want = STDOUT_PIPE_BYTES / page_size;
 	*keep = 0;
 	if (is_stdin) {
-		*keep = *want > DEFAULT_SLOTS ? *want - DEFAULT_SLOTS : 0;
+		if (reader == STDOUT_READER_LOCAL)
+			*keep =
+			    *want > DEFAULT_SLOTS ? *want - DEFAULT_SLOTS : 0;
 		*want = STDIN_PIPE_BYTES / page_size;
 	}
 	if (!l->exempt && *want > l->max_pages)
@@ -119,12 +124,17 @@ void pipe_stdio_plan(const struct pipe_limits *l, unsigned sessions,
 
 	p->budget =
 	    pipe_session_budget(l, SESSION_PIPE_BYTES / page_size, sessions);
-	stdio_want(l, page_size, 1, &want, &keep);
+	stdio_want(l, page_size, 1, STDOUT_READER_LOCAL, &want, &keep);
 	p->stdin_pages =
 	    pipe_stdio_size(p->budget, 0, DEFAULT_SLOTS, want, keep);
 	if (p->stdin_pages == 0)
 		p->stdin_pages = DEFAULT_SLOTS;
-	stdio_want(l, page_size, 0, &want, &keep);
+	stdio_want(l, page_size, 1, STDOUT_READER_SSHD, &want, &keep);
+	p->sshd_stdin_pages =
+	    pipe_stdio_size(p->budget, 0, DEFAULT_SLOTS, want, keep);
+	if (p->sshd_stdin_pages == 0)
+		p->sshd_stdin_pages = DEFAULT_SLOTS;
+	stdio_want(l, page_size, 0, STDOUT_READER_LOCAL, &want, &keep);
 	p->stdout_pages = pipe_stdio_size(
 	    p->budget, p->stdin_pages - DEFAULT_SLOTS, DEFAULT_SLOTS, want, 0);
 	if (p->stdout_pages == 0)
@@ -243,7 +253,8 @@ void stdio_pipe_grow(int fd)
 	/* stdout comes first: stdin is grown first, so it leaves room for
 	 * stdout. */
 	old = (unsigned long)got / page_size;
-	stdio_want(&limits, page_size, fd == STDIN_FILENO, &want, &keep);
+	stdio_want(&limits, page_size, fd == STDIN_FILENO, reader, &want,
+	           &keep);
 	grown = pipe_stdio_size(session_budget, stdio_pages, old, want, keep);
 	if (fd == STDOUT_FILENO && reader == STDOUT_READER_SSHD) {
 		/* As sshd made it, for good (stdio-pipes.h). */

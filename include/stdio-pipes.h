@@ -58,9 +58,11 @@ unsigned long pipe_stdio_size(unsigned long budget, unsigned long used,
                               unsigned long keep);
 /* What a session would get, with sshd's pipes at their default size (16
  * pages): its budget, and what stdin, then stdout grow to within it
- * (before the reserve is asked for: stdio_pipe_grow). */
+ * (before the reserve is asked for: stdio_pipe_grow) with a local client
+ * reading stdout; and what stdin grows to under sshd, where stdout keeps
+ * its 16 pages and leaves stdin the whole budget. */
 struct pipe_plan {
-	unsigned long budget, stdin_pages, stdout_pages;
+	unsigned long budget, stdin_pages, stdout_pages, sshd_stdin_pages;
 };
 void pipe_stdio_plan(const struct pipe_limits *l, unsigned sessions,
                      unsigned long page_size, struct pipe_plan *p);

@@ -33,7 +33,7 @@ static void good_host(struct hostcheck *h)
 	h->pipes = (struct pipe_limits){16384, 0, 256, 0};
 	h->sessions = 1;
 	h->page_size = 4096;
-	h->plan = (struct pipe_plan){512, 256, 256};
+	h->plan = (struct pipe_plan){512, 256, 256, 256};
 	strcpy(h->start_dir, "/home/alice");
 	strcpy(h->fs_type, "ext2/3/4");
 	h->upload_way = UPLOAD_WAY_LINK_FD;

@@ -134,10 +134,41 @@ START_TEST(test_plan_grows_stdin_then_stdout)
 	pipe_stdio_plan(&small_max, 1, 4096, &p);
 	ck_assert_uint_eq(p.stdin_pages, 64);
 	ck_assert_uint_eq(p.stdout_pages, 64);
+	ck_assert_uint_eq(p.sshd_stdin_pages, 64);
 	small_max.exempt = 1;
 	pipe_stdio_plan(&small_max, 1, 4096, &p);
 	ck_assert_uint_eq(p.stdin_pages, 256);
 	ck_assert_uint_eq(p.stdout_pages, 256);
+}
+END_TEST
+
+/* Under sshd stdout keeps its size, so stdin, grown first, leaves it
+ * nothing: with many sessions of the user stdin still grows, where a
+ * local client's stdin keeps its 16 pages for stdout's growth.  (Through
+ * sshd a 64 KiB stdin halved an upload's rate: doc/design.md.) */
+START_TEST(test_under_sshd_stdin_takes_the_budget)
+{
+	static const struct pipe_limits tight = {1536, 0, 256, 0};
+	/* Sessions, budget, stdin with a local reader, stdin under sshd. */
+	static const struct {
+		const struct pipe_limits *l;
+		unsigned sessions;
+		unsigned long budget, local, sshd;
+	} cases[] = {
+	    {&defaults, 1, 512, 256, 256},
+	    {&defaults, 64, 144, 16, 128}, /* stdin to 512 KiB */
+	    {&tight, 1, 24, 16, 32},
+	    {&defaults, 256, 0, 16, 16}, /* no share left */
+	};
+	struct pipe_plan p;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pipe_stdio_plan(cases[i].l, cases[i].sessions, 4096, &p);
+		ck_assert_uint_eq(p.budget, cases[i].budget);
+		ck_assert_uint_eq(p.stdin_pages, cases[i].local);
+		ck_assert_uint_eq(p.sshd_stdin_pages, cases[i].sshd);
+	}
 }
 END_TEST
 
@@ -165,6 +196,7 @@ static Suite *pipes_suite(void)
 	tcase_add_test(tc, test_reserve_is_one_largest_pipe);
 	tcase_add_test(tc, test_stdio_grows_as_far_as_the_budget_allows);
 	tcase_add_test(tc, test_plan_grows_stdin_then_stdout);
+	tcase_add_test(tc, test_under_sshd_stdin_takes_the_budget);
 	tcase_add_test(tc, test_sshd_is_the_reader_when_ssh_connection_is_set);
 	suite_add_tcase(s, tc);
 	return s;

@@ -102,13 +102,16 @@ sshd_stops() {
 	fi
 }
 
-# eager_writer SRC DST: through ssh -s sftp, a READ of SRC, then 32 MiB
-# of WRITEs to DST sent before any reply is read (as a client may, and
-# OpenSSH's server takes it all).  Under sshd our stdout keeps sshd's
-# 64 KiB, which the replies outgrow (32 KiB of DATA and 1024 STATUS):
-# sshd's and ssh's channel buffers must hold them, not our pipe, so the
-# server must keep taking input.  Then every reply, in order, and DST
-# byte for byte.
+# eager_writer SRC DST: through ssh -s sftp, a READ of SRC, then 40 MiB
+# of 8 KiB WRITEs to DST sent before any reply is read (as a client may,
+# and OpenSSH's server takes it all).  Under sshd our stdout keeps sshd's
+# 64 KiB, which the replies outgrow more than twice (8 KiB of DATA and
+# 5120 STATUS, 148 KiB; the server queues no more than 64 replies
+# itself): sshd's and ssh's channel buffers must hold them, not our pipe,
+# so the server must keep taking input.  Then every reply, in order, and
+# DST byte for byte.  (Over bare pipes, with no sshd between, the same
+# client stops a server whose stdout is 64 KiB; with 1024 WRITEs of
+# 32 KiB, 60 KiB of replies, it did not, and tested nothing.)
 eager_writer() {
 	local rc=0
 	TESTS_DIR=$TESTS_DIR "$PYTHON3" - "$1" "$2" ssh "${SSHOPTS[@]}" -p "$PORT" -s \
@@ -117,7 +120,7 @@ import os, select, sys, time
 sys.path.insert(0, os.environ["TESTS_DIR"])
 import sftpclient as sc
 src, dst, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
-CHUNK, COUNT = 32768, 1024
+CHUNK, COUNT = 8192, 5120
 with open(src, "rb") as f:
     data = f.read(CHUNK * COUNT)
 assert len(data) == CHUNK * COUNT
