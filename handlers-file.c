@@ -629,10 +629,10 @@ static int waiting_read_range(const struct request *req, struct handle **h,
 }
 
 /* Ask the kernel to read [from, end) of h ahead for the READs from first to
- * last: they are marked hinted, or left to be asked again on a later turn
- * (readahead_queued). */
-static void hint_run(struct handle *h, uint64_t from, uint64_t end,
-                     struct request *first, struct request *last)
+ * last: they are marked hinted (1), or left to be asked again on a later
+ * turn (0; readahead_queued). */
+static int hint_run(struct handle *h, uint64_t from, uint64_t end,
+                    struct request *first, struct request *last)
 {
 	struct request *r;
 	int done = readahead_queued(h, from, end - from);
@@ -640,14 +640,16 @@ static void hint_run(struct handle *h, uint64_t from, uint64_t end,
 	for (r = first; r != last->next; r = r->next)
 		if (r->type == SSH2_FXP_READ)
 			r->ahead_hinted = done;
+	return done;
 }
 
-void read_hint_waiting(struct request *waiting)
+int read_hint_waiting(struct request *waiting)
 {
 	struct request *r, *first = NULL, *last = NULL;
 	struct handle *h, *run = NULL;
 	uint64_t off, from = 0, end = 0;
 	uint32_t len;
+	int left = 0;
 
 	/* Adjacent READs of one file (a sequential stream) make one hint. */
 	for (r = waiting; r != NULL; r = r->next) {
@@ -659,15 +661,16 @@ void read_hint_waiting(struct request *waiting)
 			last = r;
 			continue;
 		}
-		if (run != NULL)
-			hint_run(run, from, end, first, last);
+		if (run != NULL && !hint_run(run, from, end, first, last))
+			left = 1;
 		run = h;
 		from = off;
 		end = off + len;
 		first = last = r;
 	}
-	if (run != NULL)
-		hint_run(run, from, end, first, last);
+	if (run != NULL && !hint_run(run, from, end, first, last))
+		left = 1;
+	return left;
 }
 
 static void write_finish(struct request *req)

@@ -35,6 +35,12 @@ static size_t reply_bytes;         /* encoded, not yet written */
 static size_t head_sent;           /* bytes of head's reply written */
 /* Stepped requests (check-file) whose next step waits to be submitted. */
 static struct request *steps_head, *steps_tail;
+/* Requests arrived, or READs left to be asked again, since the last walk
+ * of the waiting READs for read-ahead hints: only then is a walk worth
+ * it.  Walking all of them at every wake-up, as each reply's room starts
+ * one READ and the next waits, took 3% of the server's samples in a get
+ * through sshd, where every one had been hinted long before. */
+static int hints_unasked;
 static int fatal_status;
 static char fatal_message[sizeof(((struct request *)0)->fatal)];
 
@@ -63,6 +69,7 @@ void queue_reset(void)
 	num_in_flight = 0;
 	reply_bytes = 0;
 	head_sent = 0;
+	hints_unasked = 0;
 	fatal_status = 0;
 	fatal_message[0] = '\0';
 }
@@ -113,6 +120,7 @@ void queue_admit(struct request *req)
 	if (next_log == NULL)
 		next_log = req;
 	num_requests++;
+	hints_unasked = 1;
 }
 
 /* Write the log lines of the requests done, in arrival order, up to the
@@ -335,7 +343,8 @@ static int start_one(struct request *req)
 	}
 	if (req->io_prepare != NULL &&
 	    req->io_prepare(req) == IO_PREPARE_WAIT) {
-		read_hint_waiting(req);
+		if (hints_unasked)
+			hints_unasked = read_hint_waiting(req);
 		return 0;
 	}
 	rc = io_submit(&req->io);

@@ -67,6 +67,7 @@ static int out_blocked;        /* stdout was full: wait for room */
  * interval, and what had moved when it was made. */
 static int paced, idle;
 static int64_t recheck_ns;
+static int64_t held_looked_ns; /* the last look at held stdin */
 static uint64_t progress, progress_seen;
 /* What the session's downloads may cycle through, and stdout's size. */
 static struct footprint footprint;
@@ -80,6 +81,7 @@ void session_init(const struct input_ops *ops)
 	exit_fatal = NULL;
 	out_blocked = paced = idle = 0;
 	recheck_ns = 0;
+	held_looked_ns = 0;
 	progress = progress_seen = 0;
 	session_size_stdout(0, 0);
 }
@@ -325,7 +327,7 @@ int session_turn(void)
  * already wait in it, and otherwise looked at again soon (*held): a
  * client blocked writing to us may be waiting for that before it reads
  * what we wrote. */
-static int want_input(int *held)
+static int want_input(int *held, int64_t now_ns)
 {
 	size_t room;
 
@@ -336,6 +338,11 @@ static int want_input(int *held)
 	    (queue_output_bytes() < OUTPUT_BACKLOG && !readmem_waiting()))
 		return 1;
 	*held = 1;
+	/* Bytes that arrive before the next look are read at the first
+	 * wake-up after it, or at the recheck below. */
+	if (session_held_look_in(held_looked_ns, now_ns) > 0)
+		return 0;
+	held_looked_ns = now_ns;
 	return in->waiting() > 0;
 }
 
@@ -345,6 +352,15 @@ int64_t session_backoff(int64_t prev_ns, int moved, int64_t base_ns)
 		return base_ns;
 	return prev_ns >= SESSION_RECHECK_MAX_NS / 2 ? SESSION_RECHECK_MAX_NS
 	                                             : 2 * prev_ns;
+}
+
+int64_t session_held_look_in(int64_t looked_ns, int64_t now_ns)
+{
+	int64_t since = now_ns - looked_ns;
+
+	if (looked_ns <= 0 || since < 0 || since >= SESSION_HELD_LOOK_NS)
+		return 0;
+	return SESSION_HELD_LOOK_NS - since;
 }
 
 /* Something moved since the last plan: input, replies, completions. */
@@ -366,7 +382,7 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 	if (footprint_update(&footprint, output_total(),
 	                     readmem_waiting() && !out_blocked, now_ns))
 		apply_footprint();
-	w->input = want_input(&held);
+	w->input = want_input(&held, now_ns);
 	w->watch_output = !output_gone();
 	w->output = 0;
 	paced = 0;

@@ -102,8 +102,11 @@ int process_read(struct request *req);
 /* waiting, a READ, waits for READ memory: the READs not yet running, it
  * and those the client sent after it, get read-ahead hints for their
  * ranges where they continue their file's sequential stream, so that the
- * device sees the client's depth (readahead.h). */
-void read_hint_waiting(struct request *waiting);
+ * device sees the client's depth (readahead.h).  1 when some READ was
+ * left to be asked again on a later turn; 0 when every one it saw is
+ * hinted or needs none, so that until more requests arrive another walk
+ * would find nothing to do. */
+int read_hint_waiting(struct request *waiting);
 int process_write(struct request *req);
 int process_fstat(struct request *req);
 int process_fsetstat(struct request *req);

@@ -434,7 +434,8 @@ START_TEST(test_waiting_reads_one_hint_per_run)
 	add_reads(r, &n, ia, 9 * BIG, 9);
 	add_reads(r, &n, ifuse, 9 * BIG, 1);
 	add_reads(r, &n, ia, 18 * BIG, 1);
-	read_hint_waiting(r[0]);
+	/* 1: the last is left for a later turn. */
+	ck_assert_int_eq(read_hint_waiting(r[0]), 1);
 	ck_assert_uint_eq(num_kept, 2);
 	ck_assert_uint_eq(kept[0]->offset, 0);
 	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
@@ -445,12 +446,13 @@ START_TEST(test_waiting_reads_one_hint_per_run)
 	ck_assert(!r[n - 1]->ahead_hinted);
 	/* Once is enough; the last waits for more. */
 	finish_kept();
-	read_hint_waiting(r[0]);
+	ck_assert_int_eq(read_hint_waiting(r[0]), 1);
 	ck_assert_uint_eq(num_kept, 0);
 	ck_assert(!r[n - 1]->ahead_hinted);
-	/* Eight more arrive: one hint, from where the stream's stood. */
+	/* Eight more arrive: one hint, from where the stream's stood; then
+	 * nothing is left, and a walk says so (0). */
 	add_reads(r, &n, ia, 19 * BIG, 8);
-	read_hint_waiting(r[0]);
+	ck_assert_int_eq(read_hint_waiting(r[0]), 0);
 	ck_assert_uint_eq(num_kept, 1);
 	ck_assert_uint_eq(kept[0]->offset, 18 * BIG);
 	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
@@ -480,20 +482,21 @@ START_TEST(test_waiting_read_asked_again_when_no_room)
 	add_reads(r, &n, handle_index(a), 0, 9);
 	add_reads(r, &n, handle_index(b), 0, 9);
 	add_reads(r, &n, handle_index(a), 9 * BIG, 9);
-	read_hint_waiting(r[0]);
+	/* No room for two runs: they are left for later turns (1). */
+	ck_assert_int_eq(read_hint_waiting(r[0]), 1);
 	ck_assert_uint_eq(num_kept, 1);
 	ck_assert(r[8]->ahead_hinted);
 	ck_assert(!r[9]->ahead_hinted);
 	ck_assert(!r[18]->ahead_hinted);
 	finish_kept();
-	read_hint_waiting(r[0]);
+	ck_assert_int_eq(read_hint_waiting(r[0]), 1);
 	ck_assert_uint_eq(num_kept, 1);
 	ck_assert_uint_eq(kept[0]->offset, 0); /* b's */
 	ck_assert_uint_eq(kept[0]->len, 9 * BIG);
 	ck_assert(r[17]->ahead_hinted);
 	ck_assert(!r[18]->ahead_hinted);
 	finish_kept();
-	read_hint_waiting(r[0]);
+	ck_assert_int_eq(read_hint_waiting(r[0]), 0);
 	ck_assert_uint_eq(num_kept, 1);
 	ck_assert_uint_eq(kept[0]->offset, 9 * BIG);
 	ck_assert_uint_eq(kept[0]->len, 9 * BIG);

@@ -305,6 +305,24 @@ START_TEST(test_backoff)
 }
 END_TEST
 
+/* Held stdin is looked at once per SESSION_HELD_LOOK_NS: never looked at,
+ * or looked at that long ago or more, it is due now; else it is due when
+ * the interval ends.  A clock that went back (a saved time from another
+ * clock) makes it due, never a wait that does not end. */
+START_TEST(test_held_look)
+{
+	const int64_t t = (int64_t)5000 * MS, look = SESSION_HELD_LOOK_NS;
+
+	ck_assert_int_eq(session_held_look_in(0, t), 0);
+	ck_assert_int_eq(session_held_look_in(t, t), look);
+	ck_assert_int_eq(session_held_look_in(t, t + look / 4), 3 * look / 4);
+	ck_assert_int_eq(session_held_look_in(t, t + look - 1), 1);
+	ck_assert_int_eq(session_held_look_in(t, t + look), 0);
+	ck_assert_int_eq(session_held_look_in(t, t + 10 * look), 0);
+	ck_assert_int_eq(session_held_look_in(t, t - 1), 0);
+}
+END_TEST
+
 START_TEST(test_short_writes_give_whole_replies)
 {
 	struct session_wait w;
@@ -642,6 +660,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_backoff);
+	tcase_add_test(tc, test_held_look);
 	tcase_add_test(tc, test_short_writes_give_whole_replies);
 	tcase_add_test(tc, test_failing_output_ends_the_session);
 	tcase_add_test(tc, test_vanished_reader_requests_are_carried_out);
