@@ -37,9 +37,10 @@ static size_t head_sent;           /* bytes of head's reply written */
 static struct request *steps_head, *steps_tail;
 /* Requests arrived, or READs left to be asked again, since the last walk
  * of the waiting READs for read-ahead hints: only then is a walk worth
- * it.  Walking all of them at every wake-up, as each reply's room starts
- * one READ and the next waits, took 3% of the server's samples in a get
- * through sshd, where every one had been hinted long before. */
+ * it (a session woken by a recheck while its client reads nothing walks
+ * no more).  A steady download still walks at nearly every wake-up, as
+ * the client sends a READ per reply it reads: 3% of the server's samples
+ * in a get through sshd (doc/design.md, "Read-ahead hints"). */
 static int hints_unasked;
 static int fatal_status;
 static char fatal_message[sizeof(((struct request *)0)->fatal)];
