@@ -4,27 +4,79 @@
  * SHA-NI/AVX2 code) and zlib's crc32.  No hash code of our own. */
 #include "config.h"
 
-#include <openssl/evp.h>
+#include <dlfcn.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "hash-crypto.h"
 #include "hash.h"
 
 struct hash_algo {
 	const char *name;
-	const EVP_MD *(*md)(void); /* NULL: crc32 */
+	int md; /* index in hash_crypto's md[]; -1: crc32 */
 	size_t len;
 };
 
 /* The draft's list (HASH_NAMES).  The client's list gives the choice. */
 static const struct hash_algo algos[] = {
-    {"md5", EVP_md5, 16},       {"sha1", EVP_sha1, 20},
-    {"sha224", EVP_sha224, 28}, {"sha256", EVP_sha256, 32},
-    {"sha384", EVP_sha384, 48}, {"sha512", EVP_sha512, 64},
-    {"crc32", NULL, 4},
+    {"md5", 0, 16},    {"sha1", 1, 20},   {"sha224", 2, 28}, {"sha256", 3, 32},
+    {"sha384", 4, 48}, {"sha512", 5, 64}, {"crc32", -1, 4},
 };
 
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
+
+/* libcrypto's functions, once found (hash_crypto_load). */
+static const struct hash_crypto *crypto;
+
+/* Fill t from libcrypto, loaded now: 0, or -1 when it or a function is
+ * missing. */
+static int crypto_from_library(struct hash_crypto *t)
+{
+	static const char *const mds[HASH_CRYPTO_MDS] = {
+	    "EVP_md5",    "EVP_sha1",   "EVP_sha224",
+	    "EVP_sha256", "EVP_sha384", "EVP_sha512"};
+	void *lib = dlopen(LIBCRYPTO_SONAME, RTLD_NOW | RTLD_LOCAL);
+	int i;
+
+	if (lib == NULL)
+		return -1;
+	/* dlsym's void * to a function pointer: POSIX requires it to work. */
+	for (i = 0; i < HASH_CRYPTO_MDS; i++)
+		*(void **)&t->md[i] = dlsym(lib, mds[i]);
+	*(void **)&t->ctx_new = dlsym(lib, "EVP_MD_CTX_new");
+	*(void **)&t->init = dlsym(lib, "EVP_DigestInit_ex");
+	*(void **)&t->update = dlsym(lib, "EVP_DigestUpdate");
+	*(void **)&t->final = dlsym(lib, "EVP_DigestFinal_ex");
+	*(void **)&t->ctx_free = dlsym(lib, "EVP_MD_CTX_free");
+	for (i = 0; i < HASH_CRYPTO_MDS; i++)
+		if (t->md[i] == NULL)
+			break;
+	if (i < HASH_CRYPTO_MDS || t->ctx_new == NULL || t->init == NULL ||
+	    t->update == NULL || t->final == NULL || t->ctx_free == NULL) {
+		dlclose(lib);
+		return -1;
+	}
+	return 0; /* kept loaded for the session */
+}
+
+int hash_crypto_load(void)
+{
+	static struct hash_crypto found;
+	static int failed;
+
+	if (crypto != NULL)
+		return 0;
+	if (&hash_crypto_linked != NULL) {
+		crypto = &hash_crypto_linked;
+		return 0;
+	}
+	if (failed || crypto_from_library(&found) != 0) {
+		failed = 1;
+		return -1;
+	}
+	crypto = &found;
+	return 0;
+}
 
 static const struct hash_algo *by_name(const char *name, size_t len)
 {
@@ -67,13 +119,13 @@ int hash_init(struct hash_ctx *c, const struct hash_algo *a)
 {
 	memset(c, 0, sizeof(*c));
 	c->algo = a;
-	if (a->md == NULL) {
+	if (a->md < 0) {
 		c->crc = (uint32_t)crc32(0L, Z_NULL, 0);
 		return 0;
 	}
-	if ((c->md = EVP_MD_CTX_new()) == NULL)
+	if (hash_crypto_load() != 0 || (c->md = crypto->ctx_new()) == NULL)
 		return -1;
-	if (EVP_DigestInit_ex(c->md, a->md(), NULL) != 1) {
+	if (crypto->init(c->md, crypto->md[a->md](), NULL) != 1) {
 		hash_free(c);
 		return -1;
 	}
@@ -86,7 +138,7 @@ int hash_update(struct hash_ctx *c, const void *data, size_t len)
 	uInt n;
 
 	if (c->md != NULL)
-		return EVP_DigestUpdate(c->md, data, len) == 1 ? 0 : -1;
+		return crypto->update(c->md, data, len) == 1 ? 0 : -1;
 	/* zlib takes at most a uInt at a time. */
 	while (len > 0) {
 		n = len > 0x40000000 ? 0x40000000 : (uInt)len;
@@ -108,8 +160,8 @@ int hash_final(struct hash_ctx *c, uint8_t *out)
 		c->crc = (uint32_t)crc32(0L, Z_NULL, 0);
 		return 0;
 	}
-	if (EVP_DigestFinal_ex(c->md, out, NULL) != 1 ||
-	    EVP_DigestInit_ex(c->md, c->algo->md(), NULL) != 1)
+	if (crypto->final(c->md, out, NULL) != 1 ||
+	    crypto->init(c->md, crypto->md[c->algo->md](), NULL) != 1)
 		return -1;
 	return 0;
 }
@@ -117,6 +169,6 @@ int hash_final(struct hash_ctx *c, uint8_t *out)
 void hash_free(struct hash_ctx *c)
 {
 	if (c->md != NULL)
-		EVP_MD_CTX_free(c->md);
+		crypto->ctx_free(c->md);
 	c->md = NULL;
 }

@@ -35,6 +35,7 @@
 #include "confine.h"
 #include "handle.h"
 #include "handlers.h"
+#include "hash.h"
 #include "hostcheck.h"
 #include "input.h"
 #include "kernelrules.h"
@@ -333,6 +334,12 @@ static void start_confined(uid_t uid, int start_dir_reached)
 	if (confinement_dir(dir, uid, start_dir_reached, why, sizeof(why)) != 0)
 		fatal_exit(CONFINE_EXIT,
 		           "--confine: %s; refusing to run unconfined", why);
+	/* libcrypto is loaded when a hash is first asked for; once confined,
+	 * its directory would be shut: now, then.  Without it, only the
+	 * hashes fail. */
+	if (hash_crypto_load() != 0)
+		debug("libcrypto (%s) not loaded: check-file gets only crc32",
+		      LIBCRYPTO_SONAME);
 	confine_start(dir);
 }
 

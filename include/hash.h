@@ -31,8 +31,14 @@ const struct hash_algo *hash_pick(const char *list, size_t len);
 const char *hash_algo_name(const struct hash_algo *a);
 size_t hash_algo_len(const struct hash_algo *a);
 
-/* 0, or -1 when libcrypto failed (out of memory, or a provider that
- * refuses the algorithm, as a FIPS one refuses md5). */
+/* Find libcrypto's functions now (hash-crypto.h): linked in, or loaded
+ * from the library.  hash_init does it when first needed; --confine does
+ * it before Landlock shuts the library's directory.  0, or -1 when the
+ * library cannot be loaded (then every libcrypto algorithm fails). */
+int hash_crypto_load(void);
+
+/* 0, or -1 when libcrypto failed (not loadable, out of memory, or a
+ * provider that refuses the algorithm, as a FIPS one refuses md5). */
 int hash_init(struct hash_ctx *c, const struct hash_algo *a);
 int hash_update(struct hash_ctx *c, const void *data, size_t len);
 /* Write the digest (hash_algo_len bytes) and make c ready for the next
