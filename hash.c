@@ -32,30 +32,34 @@ static const struct hash_crypto *crypto;
  * missing. */
 static int crypto_from_library(struct hash_crypto *t)
 {
-	static const char *const mds[HASH_CRYPTO_MDS] = {
-	    "EVP_md5",    "EVP_sha1",   "EVP_sha224",
-	    "EVP_sha256", "EVP_sha384", "EVP_sha512"};
+	/* dlsym's void * stored as a function pointer: POSIX requires it to
+	 * work. */
+	const struct {
+		const char *name;
+		void **slot;
+	} fns[] = {
+	    {"EVP_md5", (void **)&t->md[0]},
+	    {"EVP_sha1", (void **)&t->md[1]},
+	    {"EVP_sha224", (void **)&t->md[2]},
+	    {"EVP_sha256", (void **)&t->md[3]},
+	    {"EVP_sha384", (void **)&t->md[4]},
+	    {"EVP_sha512", (void **)&t->md[5]},
+	    {"EVP_MD_CTX_new", (void **)&t->ctx_new},
+	    {"EVP_DigestInit_ex", (void **)&t->init},
+	    {"EVP_DigestUpdate", (void **)&t->update},
+	    {"EVP_DigestFinal_ex", (void **)&t->final},
+	    {"EVP_MD_CTX_free", (void **)&t->ctx_free},
+	};
 	void *lib = dlopen(LIBCRYPTO_SONAME, RTLD_NOW | RTLD_LOCAL);
-	int i;
+	size_t i;
 
 	if (lib == NULL)
 		return -1;
-	/* dlsym's void * to a function pointer: POSIX requires it to work. */
-	for (i = 0; i < HASH_CRYPTO_MDS; i++)
-		*(void **)&t->md[i] = dlsym(lib, mds[i]);
-	*(void **)&t->ctx_new = dlsym(lib, "EVP_MD_CTX_new");
-	*(void **)&t->init = dlsym(lib, "EVP_DigestInit_ex");
-	*(void **)&t->update = dlsym(lib, "EVP_DigestUpdate");
-	*(void **)&t->final = dlsym(lib, "EVP_DigestFinal_ex");
-	*(void **)&t->ctx_free = dlsym(lib, "EVP_MD_CTX_free");
-	for (i = 0; i < HASH_CRYPTO_MDS; i++)
-		if (t->md[i] == NULL)
-			break;
-	if (i < HASH_CRYPTO_MDS || t->ctx_new == NULL || t->init == NULL ||
-	    t->update == NULL || t->final == NULL || t->ctx_free == NULL) {
-		dlclose(lib);
-		return -1;
-	}
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if ((*fns[i].slot = dlsym(lib, fns[i].name)) == NULL) {
+			dlclose(lib);
+			return -1;
+		}
 	return 0; /* kept loaded for the session */
 }
 
