@@ -18,7 +18,11 @@ reader's rate, so a loaded CPU changes its counts), started through
 
 Involuntary context switches (ru_nivcsw) are printed, not checked: they
 count how often something else wanted the CPU, which is the machine's load,
-not the server's doing.  Each scenario runs RUNS times and the least count
+not the server's doing.  So are a cold download's wake-ups: each is a wait
+for the storage, and how many reads are not done when the loop asks is the
+device's timing (the same build made 1,648-1,760 per GiB on this VM's disk,
+2,336-2,464 on CI's, 11,800 on a FUSE mount answering in 0.3 ms).  The
+loop's own sleeps are the warm download's wake-ups, which are checked.  Each scenario runs RUNS times and the least count
 of each is kept: load only ever adds.
 
 A figure more than a quarter above the recorded one fails; one more than a
@@ -44,6 +48,9 @@ SLACK_PER_RUN = 16
 # counts kept): a load spike passes, a regression stays.
 RETRIES = 3
 GiB = 1 << 30
+# Counts that measure the storage, not the server: printed beside the
+# figure, never failed (see the docstring).
+STORAGE_TIMED = {("cold-download", "wakeups")}
 
 
 def drop(path):
@@ -167,6 +174,7 @@ def limit(want):
 
 def over(budget, scenario, figures):
     return [c for c in COUNTERS if (scenario, c) in budget and
+            (scenario, c) not in STORAGE_TIMED and
             figures[c] > limit(budget[(scenario, c)])]
 
 
@@ -189,7 +197,8 @@ def write_budget(path, figures):
             ARGS.server_args or "default options", ARGS.counter))
         f.write("# client and server on one CPU, %s).\n" % ARGS.regime)
         f.write("""\
-# A count more than 25%% above its figure fails make check.  Re-record
+# A count more than 25%% above its figure fails make check (a cold
+# download's wake-ups, the storage's timing, are shown only).  Re-record
 # deliberately, after a change that should move them, and say why in the
 # commit: tests/budget.sh --record
 # Recorded on Linux %s, %s.
@@ -289,6 +298,9 @@ def main():
                 continue
             what = "%s %s: %d per GiB, recorded %d" % (scenario, c, got,
                                                        want)
+            if (scenario, c) in STORAGE_TIMED:
+                print("NOTE: %s (the storage's timing: not checked)" % what)
+                continue
             if got > limit(want):
                 print("FAIL: %s (more than %d)" % (what, limit(want)))
                 failed += 1
