@@ -19,7 +19,16 @@ uploads write one file per session.  Measured per run:
                     averaged; needs root (the servers are not dumpable)
   ring              io_uring ring memory from fdinfo, plus 16 KiB per
                     io-wq worker thread (its kernel stack), averaged
-  MemAvailable      drop during the run (the whole machine: noisy)
+  charged           the memory charged to a memory cgroup holding the
+                    run's sessions (servers and load clients; page cache
+                    left out: anonymous memory, pipe pages, io_uring
+                    rings, page tables, slab), sampled every 50 ms, its
+                    peak over the session count; the clients are the same
+                    for every server, so the difference between servers is
+                    theirs (as root, where a memory cgroup can be made)
+  MemAvailable      drop during the run (the whole machine: noisy, two
+                    rounds of one server differed by 300 MiB at 64
+                    sessions; "charged" is the figure to compare)
   new pipe          while the sessions run, a new pipe made by the same
                     user: its default size and whether it grows to 1 MiB
 
@@ -65,6 +74,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from compare import as_user, env, give_to_user, log, parse_kv  # noqa: E402
 from procinfo import children, parse_size, pipes_held, status  # noqa: E402
+from memsessions import MemCgroup  # noqa: E402
 MiB = 1 << 20
 GiB = 1 << 30
 BIG = 261120
@@ -158,9 +168,11 @@ class Sampler:
     once every server has been seen running (and its pipes made: they are
     made as its first READs start)."""
 
-    def __init__(self, loads, n):
+    def __init__(self, loads, n, cg=None):
         self.loads = loads
         self.n = n
+        self.cg = cg
+        self.charged = 0
         self.per = {}  # server pid -> dict of peaks
         self.mem0 = meminfo_available()
         self.mem_min = self.mem0
@@ -192,6 +204,8 @@ class Sampler:
                 elif d["pipes"] is not None:
                     d["pipes"] = max(d["pipes"], pipes)
             self.mem_min = min(self.mem_min, meminfo_available())
+            if self.cg is not None:
+                self.charged = max(self.charged, self.cg.usage())
             if len(self.per) >= self.n and all_seen is None:
                 all_seen = time.monotonic()
             if all_seen is not None and self.probe is None and \
@@ -276,10 +290,26 @@ def warm(path):
             pass
 
 
+def run_cgroup(name):
+    """A memory cgroup for one run's sessions, or None (not root, or none
+    can be made here)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return MemCgroup("sessions-%s" % name)
+    except OSError:
+        return None
+
+
 def one_run(w, direction, n, cmd, users=None):
     """n sessions of one server at once; returns the measurements.  With
     users, session i runs as users[i] on its own file, src.<uid>."""
     size = run_size(direction, n, users)
+    cg = run_cgroup("%s-%d" % (direction, n))
+    # Each session's shell moves itself into the run's group as root,
+    # before it becomes the user and starts client and server.
+    enter = "" if cg is None else "echo $$ > %s && " % shlex.quote(
+        os.path.join(cg.path, "cgroup.procs"))
     if direction != "upload":
         for path in ([os.path.join(w, "src.%d" % u.pw_uid) for u in users]
                      if users and direction == "download"
@@ -301,10 +331,10 @@ def one_run(w, direction, n, cmd, users=None):
                             path, "--"] + cmd
         # Each waits for a line on its stdin: the start of all at once.
         loads.append(subprocess.Popen(
-            ["sh", "-c", "read -r go && exec " + shlex.join(argv)],
+            ["sh", "-c", enter + "read -r go && exec " + shlex.join(argv)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True))
-    sampler = Sampler(loads, n)
+    sampler = Sampler(loads, n, cg)
     t0 = time.monotonic()
     for p in loads:
         p.stdin.write("go\n")
@@ -312,6 +342,8 @@ def one_run(w, direction, n, cmd, users=None):
     outs = [p.communicate(timeout=600) for p in loads]
     wall = time.monotonic() - t0
     sampler.done()
+    if cg is not None:
+        cg.remove()
     cpu, errors = 0.0, []
     for p, (out, err) in zip(loads, outs):
         res = [parse_kv(line) for line in out.splitlines()
@@ -340,6 +372,7 @@ def one_run(w, direction, n, cmd, users=None):
         "ring": avg([d["ring"] + 16384 * (d["threads"] - 1) for d in per])
         if per else None,
         "mem_drop": max(0, sampler.mem0 - sampler.mem_min),
+        "charged": sampler.charged / n if cg is not None else None,
         "probe": sampler.probe, "errors": errors,
     }
 
@@ -361,9 +394,11 @@ def table(results):
     lines = ["| sessions | direction | OpenSSH MiB/s | ours MiB/s | ratio | "
              "OpenSSH CPU s | ours CPU s | CPU ratio | RSS/session MiB "
              "(OpenSSH, ours) | pipes/session MiB (OpenSSH, ours) | "
-             "ring/session KiB (ours) | MemAvailable drop MiB (OpenSSH, "
-             "ours) | user's new pipe (OpenSSH, ours) |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|---|"]
+             "ring/session KiB (ours) | charged/session MiB (OpenSSH, "
+             "ours) | MemAvailable drop MiB (OpenSSH, ours) | user's new "
+             "pipe (OpenSSH, ours) |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|---|"
+             "---|"]
     for key in sorted(results, key=lambda k: (k[1], k[0])):
         direction, n = key
         o, u = results[key]["openssh"], results[key]["ours"]
@@ -371,16 +406,19 @@ def table(results):
             continue
 
         def med(runs, f):
-            v = [r[f] for r in runs if r[f] is not None]
+            v = [r.get(f) for r in runs if r.get(f) is not None]
             return statistics.median(v) if v else None
         om, um = med(o, "mib_s"), med(u, "mib_s")
         oc, uc = med(o, "server_cpu"), med(u, "server_cpu")
         lines.append("| %d | %s | %.0f | %.0f | **%.2f** | %.2f | %.2f | "
-                     "%.2f | %s, %s | %s, %s | %.0f | %s, %s | %s, %s |" % (
+                     "%.2f | %s, %s | %s, %s | %.0f | %s, %s | %s, %s | "
+                     "%s, %s |" % (
                          n, direction, om, um, um / om, oc, uc,
                          uc / oc if oc else 0, mib(med(o, "rss")),
                          mib(med(u, "rss")), mib(med(o, "pipes"), 2),
                          mib(med(u, "pipes"), 2), (med(u, "ring") or 0) / 1024,
+                         mib(med(o, "charged"), 2),
+                         mib(med(u, "charged"), 2),
                          mib(med(o, "mem_drop"), 0),
                          mib(med(u, "mem_drop"), 0),
                          probe_text(o[-1]["probe"]),
