@@ -68,6 +68,7 @@ static int out_blocked;        /* stdout was full: wait for room */
 static int paced, idle;
 static int64_t recheck_ns;
 static int64_t held_looked_ns; /* the last look at held stdin */
+static int64_t clock_ns;       /* the time the last plan or wake-up had */
 static uint64_t progress, progress_seen;
 /* What the session's downloads may cycle through, and stdout's size. */
 static struct footprint footprint;
@@ -81,7 +82,7 @@ void session_init(const struct input_ops *ops)
 	exit_fatal = NULL;
 	out_blocked = paced = idle = 0;
 	recheck_ns = 0;
-	held_looked_ns = 0;
+	held_looked_ns = clock_ns = 0;
 	progress = progress_seen = 0;
 	session_size_stdout(0, 0);
 }
@@ -278,6 +279,46 @@ static int more_input_ready(void)
 	return in->waiting() > 0;
 }
 
+/* What stdin gets this turn: nothing (at its end, stopped, or no room
+ * to read into), a watch for bytes, or held: while a full stdout still
+ * has a backlog of replies, or READs wait for READ memory that only
+ * stdout's room will free, new requests could not be answered any
+ * sooner, and sleeping until each one arrives (the client sends one per
+ * reply it reads) costs a sleep and a wake-up apiece.  Held stdin is
+ * only looked at now and then (look_at_held_input); a client blocked
+ * writing to us may be waiting for that before it reads what we wrote. */
+enum input_state { INPUT_NONE, INPUT_WATCH, INPUT_HELD };
+
+static enum input_state input_state(void)
+{
+	size_t room;
+
+	if (input_eof || input_stop || end_now || input_room(&room) == NULL)
+		return INPUT_NONE;
+	if (!out_blocked || output_gone() ||
+	    (queue_output_bytes() < OUTPUT_BACKLOG && !readmem_waiting()))
+		return INPUT_WATCH;
+	return INPUT_HELD;
+}
+
+/* A look at held stdin, when one is due (session_held_look_in): bytes
+ * waiting are read at once, and 1 says the turn should go round for
+ * them.  Looked at here, at the end of a turn, rather than asked of the
+ * sleep: a sleep told to watch stdin for bytes already there returned at
+ * once, a ppoll for nothing at every look that found some. */
+static int look_at_held_input(void)
+{
+	uint64_t before = progress;
+
+	if (input_state() != INPUT_HELD ||
+	    session_held_look_in(held_looked_ns, clock_ns) > 0)
+		return 0;
+	held_looked_ns = clock_ns;
+	if (in->waiting() > 0)
+		read_input();
+	return progress != before;
+}
+
 static int finished(void)
 {
 	if (end_now)
@@ -315,35 +356,20 @@ int session_turn(void)
 		return SESSION_DONE;
 	/* So may completions; but while a stepped request (check-file) goes
 	 * on, stdin and stdout are looked at between its steps. */
-	return reaped > 0 && !queue_steps_pending() ? SESSION_AGAIN
-	                                            : SESSION_WAIT;
+	if (reaped > 0 && !queue_steps_pending())
+		return SESSION_AGAIN;
+	return look_at_held_input() ? SESSION_AGAIN : SESSION_WAIT;
 }
 
-/* Read stdin this turn?  While a full stdout still has a backlog of
- * replies, or READs wait for READ memory that only stdout's room will
- * free, new requests could not be answered any sooner, and sleeping
- * until each one arrives (the client sends one per reply it reads) costs
- * a sleep and a wake-up apiece.  So then stdin is read only when bytes
- * already wait in it, and otherwise looked at again soon (*held): a
- * client blocked writing to us may be waiting for that before it reads
- * what we wrote. */
-static int want_input(int *held, int64_t now_ns)
+/* Sleep until stdin is readable?  Not while it is held: then it is
+ * looked at by the turn (look_at_held_input), and *held asks the plan
+ * for a recheck, since nothing announces bytes that arrive meanwhile. */
+static int want_input(int *held)
 {
-	size_t room;
+	enum input_state state = input_state();
 
-	*held = 0;
-	if (input_eof || input_stop || end_now || input_room(&room) == NULL)
-		return 0;
-	if (!out_blocked || output_gone() ||
-	    (queue_output_bytes() < OUTPUT_BACKLOG && !readmem_waiting()))
-		return 1;
-	*held = 1;
-	/* Bytes that arrive before the next look are read at the first
-	 * wake-up after it, or at the recheck below. */
-	if (session_held_look_in(held_looked_ns, now_ns) > 0)
-		return 0;
-	held_looked_ns = now_ns;
-	return in->waiting() > 0;
+	*held = state == INPUT_HELD;
+	return state == INPUT_WATCH;
 }
 
 int64_t session_backoff(int64_t prev_ns, int moved, int64_t base_ns)
@@ -377,12 +403,13 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 	int held, moved = moved_since_plan();
 	int64_t wait_ns = -1, pace;
 
+	clock_ns = now_ns;
 	/* READs waiting for READ memory while stdout has room: the reader
 	 * waits for us. */
 	if (footprint_update(&footprint, output_total(),
 	                     readmem_waiting() && !out_blocked, now_ns))
 		apply_footprint();
-	w->input = want_input(&held, now_ns);
+	w->input = want_input(&held);
 	w->watch_output = !output_gone();
 	w->output = 0;
 	paced = 0;
@@ -415,6 +442,7 @@ void session_plan(struct session_wait *w, int64_t now_ns)
 
 void session_wake(const struct session_events *ev, int64_t now_ns)
 {
+	clock_ns = now_ns;
 	if (ev->timed_out && idle) {
 		readmem_release_idle();
 		footprint_idle(&footprint);

@@ -584,6 +584,49 @@ START_TEST(test_waiting_reads_get_read_ahead_hints)
 }
 END_TEST
 
+/* Held stdin (READs wait for READ memory that only a full stdout will
+ * free) is not watched by the sleep; the turn looks at it and reads what
+ * waits there itself, going round for it, where the plan used to ask the
+ * sleep to report bytes it had already seen. */
+START_TEST(test_held_input_read_by_the_turn)
+{
+	enum { N = 12, LEN = SFTP_MAX_READ_LENGTH };
+	struct session_wait w;
+	const char *fatal;
+	size_t first;
+	uint8_t type;
+	uint32_t h;
+	unsigned before;
+
+	write_pattern("held", (size_t)N * LEN);
+	h = open_for_reading("held", &first);
+	queue_init(&(struct queue_limits){64, 32 * 1024 * 1024});
+	out_full = 1;
+	in_open = 1;
+	for (unsigned i = 0; i < N; i++)
+		send_read(10 + i, h, (uint64_t)i * LEN, LEN);
+	ck_assert_int_eq(run(&w), 0);
+	ck_assert(readmem_waiting());
+	ck_assert_int_eq(w.input, 0);
+	ck_assert_int_gt(w.timeout_ns, 0); /* a recheck, not a watch */
+	/* A request arrives: the next turn reads and admits it, with no
+	 * wake-up for input. */
+	before = queue_count();
+	send_read(10 + N, h, 0, 4);
+	ck_assert_int_eq(session_turn(), SESSION_AGAIN);
+	ck_assert_int_eq(session_turn(), SESSION_WAIT);
+	ck_assert_uint_eq(queue_count(), before + 1);
+	ck_assert_uint_eq(fake_waiting(), 0);
+	out_full = 0;
+	in_open = 0;
+	ck_assert_int_eq(run(&w), 1);
+	queue_init(&(struct queue_limits){16, 1024 * 1024});
+	ck_assert_int_eq(session_exit_status(&fatal), 0);
+	ck_assert_uint_eq(count_replies(&type), 2 + N + 1);
+	ck_assert_int_eq(type, SSH2_FXP_DATA);
+}
+END_TEST
+
 /* An OPEN for writing and a WRITE on a file whose READ reply waits for
  * stdout run at once: nothing waits for the reader, and the reply keeps
  * the bytes the READ read. */
@@ -661,6 +704,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_backoff);
 	tcase_add_test(tc, test_held_look);
+	tcase_add_test(tc, test_held_input_read_by_the_turn);
 	tcase_add_test(tc, test_short_writes_give_whole_replies);
 	tcase_add_test(tc, test_failing_output_ends_the_session);
 	tcase_add_test(tc, test_vanished_reader_requests_are_carried_out);
