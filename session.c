@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -51,9 +52,25 @@ static size_t stdin_waiting(void)
 	           : 0;
 }
 
+/* sftp-server.c makes a pipe or socket stdin non-blocking before the
+ * session starts; a terminal or a file stays as it was. */
+static int stdin_never_blocks(void)
+{
+	static int known, never;
+	int flags;
+
+	if (!known) {
+		flags = fcntl(STDIN_FILENO, F_GETFL);
+		never = flags != -1 && (flags & O_NONBLOCK) != 0;
+		known = 1;
+	}
+	return never;
+}
+
 const struct input_ops session_stdin_ops = {
     .read = stdin_read,
     .waiting = stdin_waiting,
+    .never_blocks = stdin_never_blocks,
 };
 
 static const struct input_ops *in;
@@ -314,7 +331,10 @@ static int look_at_held_input(void)
 	    session_held_look_in(held_looked_ns, clock_ns) > 0)
 		return 0;
 	held_looked_ns = clock_ns;
-	if (in->waiting() > 0)
+	/* Where a read cannot wait, it is the look: one call either way,
+	 * where a FIONREAD that found bytes was followed by the read. */
+	if ((in->never_blocks != NULL && in->never_blocks()) ||
+	    in->waiting() > 0)
 		read_input();
 	return progress != before;
 }

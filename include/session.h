@@ -20,6 +20,10 @@ struct input_ops {
 	/* Bytes that can be read now without waiting (FIONREAD); 0 when
 	 * none, or when that cannot be told. */
 	size_t (*waiting)(void);
+	/* 1 when read never waits (a non-blocking pipe or socket): a look
+	 * at held input is then the read itself, EAGAIN when nothing waits.
+	 * NULL: not known, look with waiting() first. */
+	int (*never_blocks)(void);
 };
 
 /* The real stdin (fd 0). */
@@ -76,8 +80,8 @@ int session_exit_status(const char **fatal);
 #define SESSION_RECHECK_MAX_NS 125000000
 int64_t session_backoff(int64_t prev_ns, int moved, int64_t base_ns);
 
-/* While input is held, stdin is looked at (a FIONREAD, by the turn, which
- * reads what it finds) at most once per SESSION_HELD_LOOK_NS, not at
+/* While input is held, stdin is looked at (by the turn, which reads what
+ * it finds) at most once per SESSION_HELD_LOOK_NS, not at
  * every wake-up: through sshd the session
  * wakes every 32-64 KiB of replies, and a system call costs about a
  * microsecond on a virtual machine.  How long until the next look is due,

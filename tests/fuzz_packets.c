@@ -666,7 +666,8 @@ static size_t fuzz_waiting(void)
 	return in_size - in_off;
 }
 
-static const struct input_ops fuzz_in = {fuzz_read, fuzz_waiting};
+/* never_blocks NULL: held input is looked at with fuzz_waiting first. */
+static const struct input_ops fuzz_in = {fuzz_read, fuzz_waiting, NULL};
 
 /* The client reads what reached "stdout" (and, once it has vanished,
  * throws it away: replies may end anywhere then). */
