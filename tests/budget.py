@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The server's budget: counts per GiB for a warm download, a cold one and an
-upload, against the figures in tests/budget.txt.
+"""The server's budget: counts per GiB for a warm download, a cold one, a
+warm one as sshd reads it and an upload, against the figures in
+tests/budget.txt.
 
 Each scenario moves SIZE bytes with bench/sftp-load (255 KiB requests, 16 in
 flight, every byte checked) against a server on a pipe pair, both pinned to
@@ -15,6 +16,12 @@ reader's rate, so a loaded CPU changes its counts), started through
              server chose, and the wake-up that ended it
   minflt     minor page faults (ru_minflt)
   majflt     major page faults (ru_majflt)
+
+sshd-download is the warm download with SSH_CONNECTION set for the server,
+as sshd sets it: stdout then keeps the pipe's 64 KiB and is not paced
+(doc/design.md, "Stdio pipes"), so the session wakes for every 64 KiB its
+reader takes, as through sshd, and holds stdin back while replies wait;
+those wake-ups' calls are what it counts.
 
 Involuntary context switches (ru_nivcsw) are printed, not checked: they
 count how often something else wanted the CPU, which is the machine's load,
@@ -39,7 +46,10 @@ import tempfile
 import time
 
 COUNTERS = ("syscalls", "wakeups", "minflt", "majflt")
-SCENARIOS = ("warm-download", "cold-download", "upload")
+SCENARIOS = ("warm-download", "cold-download", "sshd-download", "upload")
+# What sshd sets for every session it starts (doc/design.md, "Stdio
+# pipes"); the address is never used.
+SSHD_ENV = {"SSH_CONNECTION": "127.0.0.1 50000 127.0.0.1 22"}
 TOLERANCE = 0.25
 # A few events per run are noise however they move (a fault, a sleep at
 # the end): never fewer than this many per run are allowed above a figure.
@@ -116,7 +126,7 @@ def transfer(scenario, data, target, prefix, rus):
     """One transfer of scenario, the server under prefix: its rusage."""
     if scenario == "cold-download":
         drop(data)
-    elif scenario == "warm-download":
+    elif scenario in ("warm-download", "sshd-download"):
         warm(data)
     elif os.path.exists(target):
         os.unlink(target)
@@ -126,7 +136,10 @@ def transfer(scenario, data, target, prefix, rus):
         shlex.split(ARGS.server_args)
     cmd = ARGS.pin + [ARGS.load, "-s", str(ARGS.size), "-b", "261120",
                       "-q", "16", mode, path, "--"] + prefix + server
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, **SSHD_ENV) if scenario == "sshd-download" \
+        else None
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       env=env)
     if r.returncode != 0 or "RESULT" not in r.stdout:
         raise RuntimeError("%s failed (%d): %s%s" % (
             shlex.join(cmd), r.returncode, r.stdout, r.stderr))

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The budget test (tests/budget.py): system calls, wake-ups and page faults
 # per GiB of a warm download, a cold download (the file dropped from the
-# page cache with DONTNEED, never the machine's cache) and an upload, none
-# more than a quarter above the figures in tests/budget.txt.  The server
+# page cache with DONTNEED, never the machine's cache), a warm download as
+# sshd reads it (SSH_CONNECTION set: stdout at 64 KiB, unpaced) and an
+# upload, none more than a quarter above the figures in tests/budget.txt.  The server
 # runs as nobody when this runs as root.
 #
 #   tests/budget.sh             check
