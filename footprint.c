@@ -100,8 +100,13 @@ int footprint_update(struct footprint *f, uint64_t written, int starved,
 	f->last_ns = now_ns;
 	f->last_bytes = written;
 	horizon = f->rate * FOOTPRINT_HORIZON_NS;
+	/* Where stdout is sized too, READ memory only refills it: the pipe
+	 * holds the horizon's bytes for the reader, and half of them behind
+	 * it keep it full (cold reads that keep the reader waiting double
+	 * the window above).  Under sshd the window is the only buffer. */
 	if (!starved)
-		resize(&f->readmem, horizon, now_ns);
+		resize(&f->readmem, f->pipe.max != 0 ? horizon / 2 : horizon,
+		       now_ns);
 	resize(&f->pipe, horizon, now_ns);
 	/* Once a window, even unchanged: a size the wrapper could not
 	 * apply (a pipe too full to shrink) is tried again. */

@@ -5,9 +5,10 @@
  * pipe stdout (stdio-pipes.h).  Each copy of a warm download writes into
  * one of them and reads back out of it, so every byte of them a session
  * cycles is cache that sixteen or sixty-four sessions share; both are
- * sized to what the reader drains in FOOTPRINT_HORIZON_NS, so that the
- * sessions together cycle about what the machine moves in that time,
- * however many there are.  A fast reader's session grows at once; a
+ * sized to what the reader drains in FOOTPRINT_HORIZON_NS (READ memory to
+ * half of it where the pipe is sized too: it only refills the pipe), so
+ * that the sessions together cycle about what the machine moves in that
+ * time, however many there are.  A fast reader's session grows at once; a
  * session whose reader slows, stalls or goes idle shrinks by half per
  * FOOTPRINT_WINDOW_NS, to the smallest sizes.  READs that wait for READ
  * memory while stdout has room (the reader waits for us: cold reads in

@@ -73,12 +73,27 @@ START_TEST(test_size_follows_the_rate)
 {
 	struct run r = started();
 
-	/* 64 KiB per ms: 256 KiB in the 4 ms horizon. */
+	/* 64 KiB per ms: 256 KiB in the 4 ms horizon, for the pipe; READ
+	 * memory, which only refills it, half of that. */
 	drain(&r, 64 * KiB, 200, 0);
-	sizes_are(&r, 256 * KiB, 256 * KiB);
+	sizes_are(&r, 128 * KiB, 256 * KiB);
 	/* Four times the rate: four times the size. */
 	drain(&r, 256 * KiB, 200, 0);
-	sizes_are(&r, MiB, MiB);
+	sizes_are(&r, 512 * KiB, MiB);
+}
+END_TEST
+
+/* Where stdout keeps its size (under sshd), READ memory is the only
+ * buffer: the whole horizon. */
+START_TEST(test_window_is_the_buffer_when_stdout_is_not_sized)
+{
+	struct run r = started_with(0, 0);
+
+	drain(&r, 64 * KiB, 200, 0);
+	ck_assert_uint_eq(r.f.readmem.now, 256 * KiB);
+	ck_assert_uint_eq(r.f.pipe.now, 0);
+	drain(&r, 256 * KiB, 200, 0);
+	ck_assert_uint_eq(r.f.readmem.now, MiB);
 }
 END_TEST
 
@@ -217,6 +232,7 @@ int main(void)
 
 	tcase_add_test(tc, test_fast_reader_grows_both_at_once);
 	tcase_add_test(tc, test_size_follows_the_rate);
+	tcase_add_test(tc, test_window_is_the_buffer_when_stdout_is_not_sized);
 	tcase_add_test(tc, test_samples_once_a_window);
 	tcase_add_test(tc, test_slow_reader_shrinks_by_halves);
 	tcase_add_test(tc, test_wavering_rate_keeps_the_size);
