@@ -81,11 +81,11 @@ int session_exit_status(const char **fatal);
 int64_t session_backoff(int64_t prev_ns, int moved, int64_t base_ns);
 
 /* While input is held, stdin is looked at (by the turn, which reads what
- * it finds) at most once per SESSION_HELD_LOOK_NS, not at
- * every wake-up: through sshd the session
- * wakes every 32-64 KiB of replies, and a system call costs about a
- * microsecond on a virtual machine.  How long until the next look is due,
- * given the last (looked_ns, 0: never) and now: 0 when it is due now. */
+ * it finds) at most once per SESSION_HELD_LOOK_NS, not at every wake-up:
+ * through sshd the session wakes every 32-64 KiB of replies, and a system
+ * call costs about a microsecond on a virtual machine.  How long until the
+ * next look is due, given the last (looked_ns, 0: never) and now: 0 when
+ * it is due now. */
 #define SESSION_HELD_LOOK_NS 1000000
 int64_t session_held_look_in(int64_t looked_ns, int64_t now_ns);
 

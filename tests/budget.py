@@ -29,8 +29,9 @@ not the server's doing.  So are a cold download's wake-ups: each is a wait
 for the storage, and how many reads are not done when the loop asks is the
 device's timing (the same build made 1,648-1,760 per GiB on this VM's disk,
 2,336-2,464 on CI's, 11,800 on a FUSE mount answering in 0.3 ms).  The
-loop's own sleeps are the warm download's wake-ups, which are checked.  Each scenario runs RUNS times and the least count
-of each is kept: load only ever adds.
+loop's own sleeps are the warm download's wake-ups, which are checked.
+Each scenario runs RUNS times and the least count of each is kept: load
+only ever adds.
 
 A figure more than a quarter above the recorded one fails; one more than a
 quarter below is a NOTE (record it, so that it is kept).  --record writes
