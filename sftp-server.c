@@ -110,9 +110,16 @@ static void tune_stdio(int fd)
 	if (S_ISSOCK(st.st_mode) && fd == STDOUT_FILENO)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF,
 		                 &(int){SOCKET_SNDBUF}, sizeof(int));
-	/* Non-blocking only on pipes and sockets: never on someone's tty. */
-	if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
-	    (flags = fcntl(fd, F_GETFL)) != -1)
+	/* Non-blocking only on pipes and sockets, never on someone's tty,
+	 * and not stdout where its writes may block (stdio-pipes.h). */
+	if (!S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+		return;
+	if ((flags = fcntl(fd, F_GETFL)) == -1)
+		return;
+	if (fd == STDOUT_FILENO &&
+	    stdout_may_block(stdio_reader(), S_ISFIFO(st.st_mode)))
+		(void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	else
 		(void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 

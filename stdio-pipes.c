@@ -150,6 +150,11 @@ enum stdout_reader stdout_reader_of(const char *ssh_connection,
 	           : STDOUT_READER_LOCAL;
 }
 
+int stdout_may_block(enum stdout_reader r, int stdout_is_pipe)
+{
+	return r == STDOUT_READER_SSHD && stdout_is_pipe;
+}
+
 /* --- What the kernel says ------------------------------------------------ */
 
 void stdio_set_reader(enum stdout_reader r)

@@ -26,6 +26,19 @@ enum stdout_reader { STDOUT_READER_LOCAL, STDOUT_READER_SSHD };
  * and keeps a sized stdout. */
 enum stdout_reader stdout_reader_of(const char *ssh_connection,
                                     const char *ssh_tty);
+/* Pure: may writes to stdout block?  Only with sshd as the reader of a
+ * pipe stdout.  sshd reads it 32 KiB at a time; a write that blocks until
+ * sshd has taken all of it is woken inside the kernel at each of those
+ * reads, as OpenSSH's server's writes are, where a non-blocking stdout
+ * cost a return to the loop, a ppoll and a writev per 32-64 KiB (a 256
+ * MiB get through sshd: 1.3K system calls against 17.6K, 0.6-0.8 of
+ * OpenSSH's server CPU against 1.15; doc/benchmarks.md).  Meanwhile
+ * nothing is read from stdin, which sshd buffers.  A local client may
+ * write requests without reading replies until we read them
+ * (tests/hostile.sh's eager writer): with a blocking stdout both would
+ * wait for ever, so its stdout never blocks; nor does a socket, whose
+ * open file, and so its O_NONBLOCK, stdin shares. */
+int stdout_may_block(enum stdout_reader reader, int stdout_is_pipe);
 /* Set once at start, before stdio_pipe_grow. */
 void stdio_set_reader(enum stdout_reader reader);
 enum stdout_reader stdio_reader(void);

@@ -185,6 +185,18 @@ START_TEST(test_sshd_is_the_reader_when_ssh_connection_is_set)
 }
 END_TEST
 
+/* Blocking writes only where the reader never waits for us to read:
+ * sshd; never a local client (it may write before it reads), never a
+ * socket (its O_NONBLOCK is stdin's too). */
+START_TEST(test_stdout_blocks_only_for_sshd_on_a_pipe)
+{
+	ck_assert_int_eq(stdout_may_block(STDOUT_READER_SSHD, 1), 1);
+	ck_assert_int_eq(stdout_may_block(STDOUT_READER_SSHD, 0), 0);
+	ck_assert_int_eq(stdout_may_block(STDOUT_READER_LOCAL, 1), 0);
+	ck_assert_int_eq(stdout_may_block(STDOUT_READER_LOCAL, 0), 0);
+}
+END_TEST
+
 static Suite *pipes_suite(void)
 {
 	Suite *s = suite_create("pipes");
@@ -198,6 +210,7 @@ static Suite *pipes_suite(void)
 	tcase_add_test(tc, test_plan_grows_stdin_then_stdout);
 	tcase_add_test(tc, test_under_sshd_stdin_takes_the_budget);
 	tcase_add_test(tc, test_sshd_is_the_reader_when_ssh_connection_is_set);
+	tcase_add_test(tc, test_stdout_blocks_only_for_sshd_on_a_pipe);
 	suite_add_tcase(s, tc);
 	return s;
 }

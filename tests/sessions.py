@@ -13,8 +13,9 @@ pipe-quota: N sessions (16) each open a file and send 64 READs of 255 KiB
 stdout-reader: one session as sshd starts it (SSH_CONNECTION set) and one
   as a local client does; each reads the file with all its READs in
   flight.  Under sshd stdout must keep the size it was given (the pipe's
-  default) the whole time, never grown or shrunk; a local client's grows
-  at start.  Every reply is compared with the file.
+  default) the whole time, never grown or shrunk, and block (O_NONBLOCK
+  clear) while stdin does not; a local client's grows at start, and
+  neither blocks.  Every reply is compared with the file.
 many: M sessions (256) started one after the other and all kept open, each
   reading a few blocks and checking them; then all are ended.  None may
   fail for want of a ring, locked memory or descriptors.
@@ -62,10 +63,10 @@ def pipe_probe():
         os.close(w)
 
 
-def start(args, i, name, env=None):
+def start(args, i, name, env=None, keep_child_ends=False):
     c = sc.Client([args.server, "-e", "-l", "VERBOSE"],
                   stderr=os.path.join(args.workdir, "%s.%d.err" % (name, i)),
-                  timeout=60, env=env)
+                  timeout=60, env=env, keep_child_ends=keep_child_ends)
     c.init()
     rep = c.open(os.path.join(args.workdir, "data"), sc.FXF_READ)
     if rep.type != sc.FXP_HANDLE:
@@ -132,10 +133,12 @@ def check_pipe_quota(args):
 
 def stdout_sizes(env, name, args):
     """Sizes of a session's stdout pipe: after INIT, and the largest and
-    smallest seen while the file is read twice, all READs in flight."""
-    c, h = start(args, 0, name, env)
+    smallest seen while the file is read twice, all READs in flight; and
+    whether its stdin and stdout are non-blocking."""
+    c, h = start(args, 0, name, env, keep_child_ends=True)
     try:
         first = fcntl.fcntl(c.rfd, F_GETPIPE_SZ)
+        flags = tuple(bool(f & os.O_NONBLOCK) for f in c.child_flags())
         seen = {first}
         for _ in range(2):
             c.begin_batch()
@@ -145,7 +148,7 @@ def stdout_sizes(env, name, args):
                 seen.add(fcntl.fcntl(c.rfd, F_GETPIPE_SZ))
                 read_replies(c, [rid], k)
         end(c, h)
-        return first, min(seen), max(seen)
+        return first, min(seen), max(seen), flags
     finally:
         c.close()
 
@@ -157,18 +160,24 @@ def check_stdout_reader(args):
         return
     try:
         env = dict(os.environ, SSH_CONNECTION="127.0.0.1 50000 127.0.0.1 22")
-        first, least, most = stdout_sizes(env, "sshd", args)
+        first, least, most, flags = stdout_sizes(env, "sshd", args)
         print("under sshd: stdout %d bytes at start, %d-%d during the reads"
               % (first, least, most), flush=True)
         result(first == default and least == most == default,
                "under sshd (SSH_CONNECTION) stdout keeps the %d bytes it "
                "was given" % default)
+        result(flags == (True, False),
+               "under sshd stdin is non-blocking and stdout blocks "
+               "(O_NONBLOCK on stdin, stdout: %s, %s)" % flags)
         env = dict(os.environ)
         env.pop("SSH_CONNECTION", None)
-        first, least, most = stdout_sizes(env, "local", args)
+        first, least, most, flags = stdout_sizes(env, "local", args)
         print("local client: stdout %d bytes at start, %d-%d during the "
               "reads" % (first, least, most), flush=True)
         result(first > default, "a local client's stdout grows at start")
+        result(flags == (True, True),
+               "a local client's stdin and stdout are non-blocking "
+               "(O_NONBLOCK on stdin, stdout: %s, %s)" % flags)
     except (sc.SFTPError, OSError) as e:
         result(False, "stdout-reader: %s" % e)
 

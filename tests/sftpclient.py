@@ -10,6 +10,7 @@ Only the Python standard library is used.  Paths may be str or bytes; str is
 encoded as UTF-8 with surrogateescape, replies carry bytes.
 """
 
+import fcntl
 import os
 import select
 import socket
@@ -353,7 +354,7 @@ class Client:
 
     def __init__(self, argv, cwd=None, env=None, socketpair=False,
                  stderr=None, timeout=None, start_new_session=True,
-                 preexec_fn=None):
+                 preexec_fn=None, keep_child_ends=False):
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.rbuf = bytearray()
         self.eof = False
@@ -378,6 +379,11 @@ class Client:
                     theirs.close()
                 self.sock = ours
                 self.rfd = self.wfd = ours.fileno()
+            elif keep_child_ends:
+                self.proc = self._popen_keeping_ends(
+                    argv, errf, cwd, env, start_new_session, preexec_fn)
+                self.rfd = self.proc.stdout.fileno()
+                self.wfd = self.proc.stdin.fileno()
             else:
                 self.proc = subprocess.Popen(
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -392,6 +398,38 @@ class Client:
         os.set_blocking(self.wfd, False)
         self.wclosed = False
         self.held = None
+
+    def _popen_keeping_ends(self, argv, errf, cwd, env, new_session,
+                            preexec_fn):
+        """Popen on pipes of our own, keeping the server's ends open here
+        too (same open files: the flags it sets on its stdin and stdout
+        show here) until child_flags()."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=in_r, stdout=out_w, stderr=errf, cwd=cwd,
+                env=env, start_new_session=new_session,
+                preexec_fn=preexec_fn)
+        except BaseException:
+            for fd in (in_r, in_w, out_r, out_w):
+                os.close(fd)
+            raise
+        proc.stdin = os.fdopen(in_w, "wb", buffering=0)
+        proc.stdout = os.fdopen(out_r, "rb", buffering=0)
+        self.child_ends = (in_r, out_w)
+        return proc
+
+    def child_flags(self):
+        """The file status flags (F_GETFL) of the server's stdin and
+        stdout, as it set them; then our copies of its ends are closed,
+        so that its stdout's end is seen when it exits."""
+        flags = tuple(fcntl.fcntl(fd, fcntl.F_GETFL)
+                      for fd in self.child_ends)
+        for fd in self.child_ends:
+            os.close(fd)
+        self.child_ends = ()
+        return flags
 
     def begin_batch(self):
         """Hold everything sent until end_batch(), which sends it all in
