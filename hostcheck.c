@@ -542,7 +542,8 @@ void hostcheck_print_text(const struct hostcheck *h, FILE *f)
 	        "%-26s budget %lu pages, with %u session%s of this server "
 	        "running (this one counted): stdin grows to %lu pages, stdout "
 	        "up to %lu as a local reader's rate asks; under sshd stdout "
-	        "keeps its size and stdin grows to %lu (pages of %lu bytes)\n",
+	        "keeps its size, its writes block, and stdin grows to %lu "
+	        "(pages of %lu bytes)\n",
 	        "a session's stdio pipes", h->plan.budget, h->sessions,
 	        h->sessions == 1 ? "" : "s", h->plan.stdin_pages,
 	        h->plan.stdout_pages, h->plan.sshd_stdin_pages, h->page_size);
