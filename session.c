@@ -256,9 +256,10 @@ static int write_output(void)
 		switch (rc) {
 		case OUTPUT_MOVED:
 			progress++;
-			/* Part of it: stdout is full now.  Trying again
-			 * would only return EAGAIN, a system call for
-			 * nothing on every wake-up. */
+			/* Part of it: stdout is full now (or, where its
+			 * writes block, the write was cut short).  Trying
+			 * again would only return EAGAIN, a system call
+			 * for nothing on every wake-up: wait for room. */
 			if (moved < iov_bytes(iov, cnt))
 				return 1;
 			break;

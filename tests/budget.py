@@ -18,10 +18,11 @@ reader's rate, so a loaded CPU changes its counts), started through
   majflt     major page faults (ru_majflt)
 
 sshd-download is the warm download with SSH_CONNECTION set for the server,
-as sshd sets it: stdout then keeps the pipe's 64 KiB and is not paced
-(doc/design.md, "Stdio pipes"), so the session wakes for every 64 KiB its
-reader takes, as through sshd, and holds stdin back while replies wait;
-those wake-ups' calls are what it counts.
+as sshd sets it: stdout then keeps the pipe's 64 KiB, is not paced and
+its writes block (doc/design.md, "Stdio pipes", "Output"), so the session
+is woken inside its writev for every 64 KiB its reader takes, as through
+sshd; a return to the loop per wake-up (a ppoll and a writev each) would
+show in its system calls.
 
 Involuntary context switches (ru_nivcsw) are printed, not checked: they
 count how often something else wanted the CPU, which is the machine's load,

@@ -64,10 +64,18 @@ def pipe_probe():
 
 
 def start(args, i, name, env=None, keep_child_ends=False):
+    """A session with the data file open; with keep_child_ends, its
+    stdin's and stdout's flags as the server set them are c.stdio_flags."""
     c = sc.Client([args.server, "-e", "-l", "VERBOSE"],
                   stderr=os.path.join(args.workdir, "%s.%d.err" % (name, i)),
                   timeout=60, env=env, keep_child_ends=keep_child_ends)
-    c.init()
+    try:
+        c.init()
+        if keep_child_ends:
+            c.stdio_flags = c.child_flags()
+    except BaseException:
+        c.close()
+        raise
     rep = c.open(os.path.join(args.workdir, "data"), sc.FXF_READ)
     if rep.type != sc.FXP_HANDLE:
         raise sc.ProtocolError("OPEN: %r" % rep)
@@ -138,7 +146,7 @@ def stdout_sizes(env, name, args):
     c, h = start(args, 0, name, env, keep_child_ends=True)
     try:
         first = fcntl.fcntl(c.rfd, F_GETPIPE_SZ)
-        flags = tuple(bool(f & os.O_NONBLOCK) for f in c.child_flags())
+        flags = tuple(bool(f & os.O_NONBLOCK) for f in c.stdio_flags)
         seen = {first}
         for _ in range(2):
             c.begin_batch()
@@ -160,6 +168,7 @@ def check_stdout_reader(args):
         return
     try:
         env = dict(os.environ, SSH_CONNECTION="127.0.0.1 50000 127.0.0.1 22")
+        env.pop("SSH_TTY", None)  # as sshd starts a subsystem
         first, least, most, flags = stdout_sizes(env, "sshd", args)
         print("under sshd: stdout %d bytes at start, %d-%d during the reads"
               % (first, least, most), flush=True)

@@ -367,6 +367,7 @@ class Client:
         self.stderr_path = stderr
         errf = open(stderr, "wb")
         self.sock = None
+        self.child_ends = ()
         try:
             if socketpair:
                 ours, theirs = socket.socketpair()
@@ -422,14 +423,21 @@ class Client:
 
     def child_flags(self):
         """The file status flags (F_GETFL) of the server's stdin and
-        stdout, as it set them; then our copies of its ends are closed,
-        so that its stdout's end is seen when it exits."""
-        flags = tuple(fcntl.fcntl(fd, fcntl.F_GETFL)
-                      for fd in self.child_ends)
+        stdout, as it set them (before its first reply); then our copies
+        of its ends are closed, so that its stdout's end is seen when it
+        exits."""
+        if len(self.child_ends) != 2:
+            raise ValueError("no ends kept (keep_child_ends=True)")
+        try:
+            return tuple(fcntl.fcntl(fd, fcntl.F_GETFL)
+                         for fd in self.child_ends)
+        finally:
+            self._close_child_ends()
+
+    def _close_child_ends(self):
         for fd in self.child_ends:
             os.close(fd)
         self.child_ends = ()
-        return flags
 
     def begin_batch(self):
         """Hold everything sent until end_batch(), which sends it all in
@@ -599,6 +607,7 @@ class Client:
     def close(self):
         """Kill if still running and release everything."""
         self.kill()
+        self._close_child_ends()
         for f in (self.proc.stdin, self.proc.stdout):
             if f is not None:
                 try:
