@@ -31,8 +31,8 @@ enum stdout_reader stdout_reader_of(const char *ssh_connection,
  * sshd has taken all of it is woken inside the kernel at each of those
  * reads, as OpenSSH's server's writes are, where a non-blocking stdout
  * cost a return to the loop, a ppoll and a writev per 32-64 KiB (a 256
- * MiB get through sshd: 1.2-1.4K system calls against 16-18K, 0.67-0.79
- * of OpenSSH's server CPU against 0.89-1.29; doc/benchmarks.md).  Meanwhile
+ * MiB get through sshd: 1.2-1.4K system calls against 16-18K, 0.57-0.94
+ * of OpenSSH's server CPU against 1.01-1.29; doc/benchmarks.md).  Meanwhile
  * nothing is read from stdin, which sshd buffers.  A local client may
  * write requests without reading replies until we read them
  * (tests/hostile.sh's eager writer): with a blocking stdout both would
