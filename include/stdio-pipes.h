@@ -28,7 +28,7 @@ enum stdout_reader stdout_reader_of(const char *ssh_connection,
                                     const char *ssh_tty);
 /* Pure: may writes to stdout block?  Only with sshd as the reader of a
  * pipe stdout.  sshd reads it 32 KiB at a time; a write that blocks until
- * sshd has taken all of it is woken inside the kernel at each of those
+ * all of it is in the pipe is woken inside the kernel at each of those
  * reads, as OpenSSH's server's writes are, where a non-blocking stdout
  * cost a return to the loop, a ppoll and a writev per 32-64 KiB (a 256
  * MiB get through sshd: 1.2-1.4K system calls against 16-18K, 0.57-0.94
