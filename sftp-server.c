@@ -117,10 +117,12 @@ static void tune_stdio(int fd)
 	if ((flags = fcntl(fd, F_GETFL)) == -1)
 		return;
 	if (fd == STDOUT_FILENO &&
-	    stdout_may_block(stdio_reader(), S_ISFIFO(st.st_mode)))
-		(void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-	else
+	    stdout_may_block(stdio_reader(), S_ISFIFO(st.st_mode))) {
+		if (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
+			debug("stdout: read by sshd, its writes block");
+	} else {
 		(void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	}
 }
 
 static const char *client_address(void)

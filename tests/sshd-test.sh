@@ -561,6 +561,8 @@ for i in "${!PASS_NAMES[@]}"; do
 		eager_writer "$L/big40" "$R/eager-out"
 	check "[$PASS] stdout kept at sshd's 64 KiB" has_line \
 		"$P/eager-server.log" "debug1: stdout: read by sshd, kept at 64 KiB"
+	check "[$PASS] stdout's writes block under sshd" has_line \
+		"$P/eager-server.log" "debug1: stdout: read by sshd, its writes block"
 	log_to "$WORK/server.$PASS.log"
 
 	# ---------------------------------------------------- scp (SFTP mode)
