@@ -542,11 +542,14 @@ void hostcheck_print_text(const struct hostcheck *h, FILE *f)
 	        "%-26s budget %lu pages, with %u session%s of this server "
 	        "running (this one counted): stdin grows to %lu pages, stdout "
 	        "up to %lu as a local reader's rate asks; under sshd stdout "
-	        "keeps its size, its writes block, and stdin grows to %lu "
+	        "keeps its size, %s, and stdin grows to %lu "
 	        "(pages of %lu bytes)\n",
 	        "a session's stdio pipes", h->plan.budget, h->sessions,
 	        h->sessions == 1 ? "" : "s", h->plan.stdin_pages,
-	        h->plan.stdout_pages, h->plan.sshd_stdin_pages, h->page_size);
+	        h->plan.stdout_pages,
+	        stdout_may_block(STDOUT_READER_SSHD, 1) ? "its writes block"
+	                                                : "never blocks",
+	        h->plan.sshd_stdin_pages, h->page_size);
 	text_start_dir(h, f);
 	print_option(f, "--confine", hostcheck_confine(h, why, sizeof(why)),
 	             why);
@@ -702,11 +705,13 @@ void hostcheck_print_json(const struct hostcheck *h, FILE *f)
 	        "  \"pipes\": {\"page_size\": %lu, \"soft_pages\": %lu, "
 	        "\"hard_pages\": %lu, \"max_pages\": %lu, \"exempt\": %s,\n"
 	        "    \"sessions\": %u, \"session_budget_pages\": %lu, "
-	        "\"stdin_pages\": %lu, \"stdout_pages\": %lu},\n",
+	        "\"stdin_pages\": %lu, \"stdout_pages\": %lu,\n"
+	        "    \"sshd_stdin_pages\": %lu, \"sshd_stdout_blocks\": %s},\n",
 	        h->page_size, h->pipes.soft_pages, h->pipes.hard_pages,
 	        h->pipes.max_pages, h->pipes.exempt ? "true" : "false",
 	        h->sessions, h->plan.budget, h->plan.stdin_pages,
-	        h->plan.stdout_pages);
+	        h->plan.stdout_pages, h->plan.sshd_stdin_pages,
+	        stdout_may_block(STDOUT_READER_SSHD, 1) ? "true" : "false");
 	json_start_dir(h, f);
 	fprintf(f, "  \"options\": {\n    ");
 	json_verdict(f, "confine", hostcheck_confine, h);

@@ -31,7 +31,7 @@ KEYS = {
     "landlock": ["abi", "error", "gaps"],
     "pipes": ["page_size", "soft_pages", "hard_pages", "max_pages", "exempt",
               "sessions", "session_budget_pages", "stdin_pages",
-              "stdout_pages"],
+              "stdout_pages", "sshd_stdin_pages", "sshd_stdout_blocks"],
     "start_directory": ["path", "requested", "chdir_error", "fs_type",
                         "probe_file_error", "o_tmpfile", "o_tmpfile_error",
                         "o_direct", "o_direct_error", "rwf_dontcache",
@@ -77,6 +77,18 @@ def expected_text(j):
     else:
         lines.append(row("Landlock", "ABI %d" % ll["abi"]))
     lines += ["  " + gap for gap in ll["gaps"]]
+    p = j["pipes"]
+    lines.append(row(
+        "a session's stdio pipes",
+        "budget %d pages, with %d session%s of this server running (this "
+        "one counted): stdin grows to %d pages, stdout up to %d as a local "
+        "reader's rate asks; under sshd stdout keeps its size, %s, and "
+        "stdin grows to %d (pages of %d bytes)"
+        % (p["session_budget_pages"], p["sessions"],
+           "" if p["sessions"] == 1 else "s", p["stdin_pages"],
+           p["stdout_pages"],
+           "its writes block" if p["sshd_stdout_blocks"] else "never blocks",
+           p["sshd_stdin_pages"], p["page_size"])))
     d = j["start_directory"]
     lines.append(row("start directory", "%s (%s)" % (d["path"], d["fs_type"])))
     for key, name in (("o_tmpfile", "O_TMPFILE"), ("o_direct", "O_DIRECT"),
