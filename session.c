@@ -256,10 +256,12 @@ static int write_output(void)
 		switch (rc) {
 		case OUTPUT_MOVED:
 			progress++;
-			/* Part of it: stdout is full now (or, where its
-			 * writes block, the write was cut short).  Trying
-			 * again would only return EAGAIN, a system call
-			 * for nothing on every wake-up: wait for room. */
+			/* Part of it: a non-blocking stdout is full now,
+			 * and trying again would only return EAGAIN, a
+			 * system call for nothing on every wake-up; a
+			 * blocking one's write was cut short (a signal,
+			 * task work).  Either way: back to the loop, which
+			 * reaps what finished, then wait for room. */
 			if (moved < iov_bytes(iov, cnt))
 				return 1;
 			break;

@@ -13,8 +13,9 @@
 
 struct output_ops {
 	/* As writev(2): bytes moved, or -1 with errno (EAGAIN: full).
-	 * Non-blocking but under sshd, where it blocks until all is in the
-	 * pipe (stdio-pipes.h, stdout_may_block). */
+	 * Non-blocking, except with sshd reading a pipe stdout, where it
+	 * blocks until all is in the pipe (stdio-pipes.h,
+	 * stdout_may_block). */
 	ssize_t (*writev)(const struct iovec *iov, int cnt);
 	/* Bytes written to stdout that its reader has not read yet, or -1
 	 * when that cannot be told. */

@@ -70,6 +70,8 @@ def start(args, i, name, env=None, keep_child_ends=False):
                   stderr=os.path.join(args.workdir, "%s.%d.err" % (name, i)),
                   timeout=60, env=env, keep_child_ends=keep_child_ends)
     try:
+        # While our copies of its ends are open, a server that dies at
+        # once shows as init()'s timeout, not as end of file.
         c.init()
         if keep_child_ends:
             c.stdio_flags = c.child_flags()

@@ -427,7 +427,8 @@ class Client:
         of its ends are closed, so that its stdout's end is seen when it
         exits."""
         if len(self.child_ends) != 2:
-            raise ValueError("no ends kept (keep_child_ends=True)")
+            raise ValueError("the server's ends were not kept, or were "
+                             "read already (child_flags() works once)")
         try:
             return tuple(fcntl.fcntl(fd, fcntl.F_GETFL)
                          for fd in self.child_ends)
