@@ -215,6 +215,7 @@ int handle_detach(int idx, int *fd, DIR **dirp)
 	*dirp = h->kind == HANDLE_DIR ? h->dirp : NULL;
 	free(h->name);
 	nocache_forget(&h->nocache);
+	direct_close(&h->direct);
 	slot_free(idx);
 	return 0;
 }

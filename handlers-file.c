@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "direct.h"
 #include "handle.h"
 #include "handlers.h"
 #include "listing.h"
@@ -492,15 +493,43 @@ static void read_finish(struct request *req)
  * this one, whose replies leave first. */
 static int take_read_mem(struct request *req)
 {
-	uint8_t *p =
-	    readmem_take(DATA_HEADER_LEN + req->io.len, &req->read_mem_slot);
+	uint32_t align = req->read_direct_align;
+	size_t want = DATA_HEADER_LEN + req->io.len;
+	uint8_t *p, *bytes;
 
-	if (p == NULL)
+	/* A direct read's bytes start at its memory alignment, the header
+	 * right in front of them, so that header and bytes still leave in
+	 * one piece. */
+	if (align != 0)
+		want = direct_piece_len(align, DATA_HEADER_LEN, req->io.len);
+	if ((p = readmem_take(want, &req->read_mem_slot)) == NULL)
 		return IO_PREPARE_WAIT;
+	bytes = align != 0 ? (uint8_t *)direct_bytes_at((uintptr_t)p, align,
+	                                                DATA_HEADER_LEN)
+	                   : p + DATA_HEADER_LEN;
 	req->io_prepare = NULL;
-	req->read_mem = p;
-	req->io.buf = p + DATA_HEADER_LEN;
+	req->read_mem = bytes - DATA_HEADER_LEN;
+	req->io.buf = bytes;
 	return IO_PREPARE_SUBMIT;
+}
+
+/* A READ that starts no stream (continues: 0) reads direct where its file
+ * can and the page cache holds none of its range (direct.h). */
+static void choose_direct(struct request *req, struct handle *h, uint64_t pos,
+                          uint32_t len, int continues)
+{
+	int fd, uncached;
+
+	if (!direct_read_candidate(direct_offset_align(&h->direct, h->fd), pos,
+	                           len, continues) ||
+	    !direct_ask(&h->direct))
+		return;
+	uncached = readahead_uncached(h, pos, len);
+	direct_answered(&h->direct, uncached);
+	if (uncached != 1 || (fd = direct_read_begin(&h->direct, h->fd)) == -1)
+		return;
+	req->io.fd = fd;
+	req->read_direct_align = h->direct.mem_align;
 }
 
 static void setup_io(struct request *req, struct handle *h, int idx,
@@ -538,7 +567,7 @@ int process_read(struct request *req)
 	struct handle *h;
 	uint64_t off, pos;
 	uint32_t len;
-	int idx, err;
+	int idx, err, cached_path, continues;
 
 	if (get_handle(req, "process_read", &idx) != 0 ||
 	    get_u64(req, "process_read", &off) != 0 ||
@@ -571,14 +600,17 @@ int process_read(struct request *req)
 	/* A READ that continues a stream is in its read-ahead window:
 	 * read_hint_waiting need not look at it again.  With --nocache
 	 * there are no hints (their pages would stay cached). */
-	if (h->is_regular && h->nocache.mode == NOCACHE_OFF &&
-	    readahead_on_read(h, pos, len))
+	cached_path = h->is_regular && h->nocache.mode == NOCACHE_OFF;
+	continues = cached_path && readahead_on_read(h, pos, len);
+	if (continues)
 		req->ahead_hinted = 1;
 	nocache_before_read(&h->nocache, h->fd, pos, len, &req->nocache_read);
 	/* The bytes are copied out of the file when the read runs, into
 	 * memory of ours (take_read_mem): a reply holds what the file held
 	 * then, whatever happens to the file afterwards. */
 	setup_io(req, h, idx, IO_READ, pos, NULL, len);
+	if (cached_path)
+		choose_direct(req, h, pos, len, continues);
 	req->io_finish = read_finish;
 	req->io_prepare = take_read_mem;
 	req->io.at_submit = !h->is_regular;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "coalesce.h"
+#include "direct.h"
 #include "handle.h"
 #include "io.h"
 #include "handlers.h"
@@ -461,6 +462,25 @@ static void step_done(struct request *req)
 	steps_tail = req;
 }
 
+/* A direct read (direct.h) completed: whatever the request still reads
+ * goes through the page cache.  One that failed is read again so, once:
+ * the error a client sees is then the one OpenSSH's server would have had.
+ * One cut short stopped at the end of the file, and what follows (nothing,
+ * or what a writer just appended) is not aligned.  1 when read again. */
+static int direct_read_ended(struct request *req, ssize_t n)
+{
+	struct handle *h;
+
+	if (req->read_direct_align == 0)
+		return 0;
+	req->read_direct_align = 0;
+	if ((h = handle_get(req->handle, HANDLE_FILE)) == NULL)
+		return 0;
+	direct_read_done(&h->direct, (long)n);
+	req->io.fd = h->fd;
+	return n < 0 && io_submit(&req->io) == 0;
+}
+
 static void request_io_done(struct io_op *op)
 {
 	struct request *req = op->owner;
@@ -473,7 +493,7 @@ static void request_io_done(struct io_op *op)
 
 	if (n > 0)
 		req->io_done += (size_t)n;
-	if (resume_short_io(req, n))
+	if (direct_read_ended(req, n) || resume_short_io(req, n))
 		return;
 	queue_io_finished(req);
 }

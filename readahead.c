@@ -116,10 +116,11 @@ unsigned readahead_samples(uint64_t off, uint64_t len, unsigned long page,
 	return n;
 }
 
-/* cachestat(2) of [off, off + len) of fd: 1 all cached, 0 not, -1 with
- * errno (refused). */
-static int cachestat_holds(int fd, uint64_t off, uint64_t len,
-                           unsigned long page)
+/* cachestat(2) of the pages [off, off + len) of fd touches: 0 with
+ * *cached, how many of them the page cache holds, or -1 with errno
+ * (refused). */
+static int cachestat_count(int fd, uint64_t off, uint64_t len,
+                           unsigned long page, uint64_t *cached)
 {
 	struct cachestat_range range;
 	struct cachestat cs;
@@ -129,7 +130,20 @@ static int cachestat_holds(int fd, uint64_t off, uint64_t len,
 	range.len = off + len - range.off;
 	if (syscall(__NR_cachestat, fd, &range, &cs, 0) == -1)
 		return -1;
-	return readahead_all_cached(off, len, cs.nr_cache, page);
+	*cached = cs.nr_cache;
+	return 0;
+}
+
+/* cachestat(2) of [off, off + len) of fd: 1 all cached, 0 not, -1 with
+ * errno (refused). */
+static int cachestat_holds(int fd, uint64_t off, uint64_t len,
+                           unsigned long page)
+{
+	uint64_t cached;
+
+	if (cachestat_count(fd, off, len, page, &cached) == -1)
+		return -1;
+	return readahead_all_cached(off, len, cached, page);
 }
 
 /* One byte of each sampled page read with RWF_NOWAIT, which the kernel
@@ -162,26 +176,31 @@ unsigned readahead_nowait_skip(int cached)
 	return cached ? 0 : READAHEAD_COLD_SKIP;
 }
 
+/* cachestat(2) refused a file (errno): its reader asks the next way. */
+static void cachestat_refused(struct residency *res)
+{
+	int all_files;
+
+	res->way = readahead_residency_after(errno, &all_files);
+	if (all_files)
+		cachestat_missing = 1;
+}
+
 /* Every page that [off, off + len) of fd touches is in the page cache:
  * 1; some are not: 0; that cannot be told: -1.  *res: how this file is
  * asked (its reader's), moved on when the kernel refuses a way. */
 static int page_cache_holds(int fd, uint64_t off, uint64_t len,
                             struct residency *res)
 {
-	static long page;
-	int rc, all_files;
+	unsigned long page = (unsigned long)getpagesize();
+	int rc;
 
-	if (page == 0 && (page = sysconf(_SC_PAGESIZE)) <= 0)
-		page = 4096;
 	if (res->way == RESIDENCY_CACHESTAT && cachestat_missing)
 		res->way = RESIDENCY_NOWAIT;
 	if (res->way == RESIDENCY_CACHESTAT) {
-		if ((rc = cachestat_holds(fd, off, len, (unsigned long)page)) !=
-		    -1)
+		if ((rc = cachestat_holds(fd, off, len, page)) != -1)
 			return rc;
-		res->way = readahead_residency_after(errno, &all_files);
-		if (all_files)
-			cachestat_missing = 1;
+		cachestat_refused(res);
 	}
 	if (res->way == RESIDENCY_NOWAIT) {
 		if (res->unasked > 0) {
@@ -189,14 +208,26 @@ static int page_cache_holds(int fd, uint64_t off, uint64_t len,
 			res->unasked--;
 			return 0;
 		}
-		if ((rc = nowait_holds(fd, off, len, (unsigned long)page)) ==
-		    -1) {
+		if ((rc = nowait_holds(fd, off, len, page)) == -1) {
 			res->way = RESIDENCY_UNKNOWN;
 			return -1;
 		}
 		res->unasked = readahead_nowait_skip(rc);
 		return rc;
 	}
+	return -1;
+}
+
+int readahead_uncached(struct handle *h, uint64_t off, uint64_t len)
+{
+	uint64_t cached;
+
+	if (h->residency.way != RESIDENCY_CACHESTAT || cachestat_missing)
+		return -1;
+	if (cachestat_count(h->fd, off, len, (unsigned long)getpagesize(),
+	                    &cached) == 0)
+		return cached == 0;
+	cachestat_refused(&h->residency);
 	return -1;
 }
 

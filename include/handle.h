@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "direct.h"
 #include "nocache.h"
 #include "residency.h"
 
@@ -40,6 +41,7 @@ struct handle {
 	uint64_t ahead_until;         /* read-ahead asked for up to here */
 	struct residency residency;   /* how its cache is asked (residency.h) */
 	struct nocache_state nocache; /* --nocache (nocache.h) */
+	struct direct_state direct;   /* cold random READs (direct.h) */
 	int hint_waiting;       /* READs waiting for READ memory get hints of
 	                         * their own (readahead_fs_hints_waiting) */
 	struct timespec opened; /* monotonic, for the transfer log */

@@ -27,6 +27,12 @@ int readahead_on_read(struct handle *h, uint64_t off, uint32_t len);
 int readahead_advance(int fd, uint64_t *next_read, uint64_t *ahead_until,
                       struct residency *res, uint64_t off, uint64_t len);
 
+/* Does the page cache hold none of [off, off + len) of h's file?  1 none,
+ * 0 some, -1 cannot say (the kernel answers cachestat(2) for this file
+ * only where the user may write it; RWF_NOWAIT's way of asking would
+ * start reading what it finds missing). */
+int readahead_uncached(struct handle *h, uint64_t off, uint64_t len);
+
 /* A READ of [off, off + len) on h waits to run (for READ memory): if it
  * continues h's sequential stream, ask the kernel to read it into the
  * page cache now.  1 when asked, or when there is nothing to ask (cached,

@@ -95,6 +95,9 @@ struct request {
 	uint8_t *read_mem;
 	int read_mem_slot;
 	size_t read_reply_len;
+	/* A READ that reads direct (direct.h): its bytes' memory alignment;
+	 * 0 for one through the page cache. */
+	uint32_t read_direct_align;
 	/* --nocache: which of a READ's pages were cached before it. */
 	struct nocache_read nocache_read;
 	/* A READ whose range the kernel was asked to read ahead, or need not

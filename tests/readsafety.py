@@ -26,6 +26,14 @@ The file holds a pattern with no zero byte, different at every offset.
             The client goes on not reading for a moment after that, then
             reads every reply, then the whole file again from a fresh
             series of READs.
+  cold      as stalled, 32 KiB READs, but the file's pages are dropped
+            from the page cache first and the READs are sent in a shuffled
+            order: each starts no sequential stream, so where the file
+            system gives direct I/O an alignment (ext4, xfs) the server
+            reads them with O_DIRECT (checked: on ext4 and xfs, for a file
+            the user owns, the server holds an O_DIRECT descriptor of the
+            file while its replies wait); actions truncate, open-trunc and
+            punch-hole.
   steady    the client reads at about 8 MB/s, 32 KiB READs, 64 of them
             outstanding; after 0.35 s another process truncates the file
             to a size inside the outstanding READs' range, timed; the
@@ -53,7 +61,8 @@ check that failed only on time, by less than 0.3 s, is run again once
 
 Usage: readsafety.py --server PATH [--server-args ARGS] [--openssh PATH]
          --target NAME=DIR ... [--overlay NAME=LOWER:UPPER:WORK:MERGED]
-         [--root-owned NAME,...] [--user nobody] [--only PATTERN] [-v]
+         [--root-owned NAME,...] [--user nobody] [--only PATTERN]
+         [--expect-direct] [-v]
 Prints PASS/FAIL lines and a final "N passed, N failed"; exit 0, 1 or 77.
 Needs root (files of other owners, mounts for the overlay).
 """
@@ -67,6 +76,7 @@ import fnmatch
 import hashlib
 import os
 import pwd
+import random
 import select
 import shlex
 import signal
@@ -171,6 +181,15 @@ class Target:
     def __init__(self, name, path):
         self.name, self.path = name, path
         self.fuse = path is not None and fs_type(path).startswith("fuse")
+        self.fs = fs_type(path) if path is not None else "overlay"
+
+    def direct_expected(self, owner):
+        """Are a cold file's random READs read direct here?  Where the
+        file system gives direct I/O an alignment (ext4 and xfs; btrfs,
+        tmpfs and FUSE give none) and the kernel tells the user what is
+        cached (cachestat(2): a file the user may write)."""
+        return ARGS.expect_direct and self.fs in ("ext4", "xfs") and \
+            owner is ARGS.user
 
     def fresh_name(self):
         Target.count += 1
@@ -602,15 +621,51 @@ def wind_up(res, exp, target, path, clients, child):
         res.took = float("inf")
 
 
-def stalled_run(kind, target, owner, rsize, action, limit):
+def drop_cached(path):
+    """The file's pages out of the page cache (written back first)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def holds_direct(c, path):
+    """Does the server behind c hold a descriptor of path open with
+    O_DIRECT (/proc/PID/fdinfo)?"""
+    pid = c.proc.pid
+    want = os.stat(path)
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            st = os.stat("/proc/%d/fd/%s" % (pid, fd))
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                info = f.read()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) != (want.st_dev, want.st_ino):
+            continue
+        for line in info.splitlines():
+            if line.startswith("flags:") and \
+                    int(line.split()[1], 8) & os.O_DIRECT:
+                return True
+    return False
+
+
+def stalled_run(kind, target, owner, rsize, action, limit, cold=False):
     """One stalled-client run; limit: seconds to wait for the action before
-    the client reads again (None: the reference, no limit to speak of)."""
+    the client reads again (None: the reference, no limit to speak of).
+    cold: the file's pages dropped first, the READs sent shuffled."""
     res = Result()
     geo = Geometry(rsize)
     exp = Expect(target.fuse)
     path = target.new_file(owner)
     s1 = s2 = child = None
     h2 = None
+    order = list(range(NREADS))
+    if cold:
+        drop_cached(path)
+        random.Random(rsize).shuffle(order)
     try:
         s1 = spawn(kind)
         s1.init()
@@ -620,9 +675,14 @@ def stalled_run(kind, target, owner, rsize, action, limit):
         h = s1.check_handle(s1.open(path, FXF_READ), "OPEN")
         batch = b"".join(packet(FXP_READ, u32(1000 + i) + string(h) +
                                 u64(i * rsize) + u32(rsize))
-                         for i in range(NREADS))
+                         for i in order)
         send_noread(s1, batch)
         held = wait_stalled(s1)
+        if cold and kind == "server" and target.direct_expected(owner) \
+                and not holds_direct(s1, path):
+            res.problems.append("the shuffled READs of a cold file were "
+                                "not read direct (no O_DIRECT descriptor "
+                                "of it in the server)")
         wait = 20.0 if limit is None else limit + GRACE
         t0 = time.monotonic()
         rid2 = None
@@ -646,7 +706,7 @@ def stalled_run(kind, target, owner, rsize, action, limit):
             res.note = "still waiting after %.2f s: the client reads " \
                 "again" % wait
         # The client reads again: every reply, in order.
-        for i in range(NREADS):
+        for i in order:
             check_read(res, exp, i * rsize, rsize, s1.expect(1000 + i))
         if res.took is None:
             if action == "session-open":
@@ -816,6 +876,12 @@ def checks_for(target, owner):
                 target.name, owner.name, rsize // KIB, NREADS, action)
             yield name, (lambda kind, limit, r=rsize, a=action:
                          stalled_run(kind, target, owner, r, a, limit))
+    for action in ("truncate", "open-trunc", "punch-hole"):
+        name = "%s %s cold shuffled 32K x%d %s" % (
+            target.name, owner.name, NREADS, action)
+        yield name, (lambda kind, limit, a=action:
+                     stalled_run(kind, target, owner, 32 * KIB, a, limit,
+                                 cold=True))
     for how in ("truncate", "truncate-to-0"):
         name = "%s %s steady 8MB/s %s" % (target.name, owner.name, how)
         yield name, (lambda kind, limit, h=how:
@@ -826,6 +892,9 @@ def main():
     global ARGS, PATTERN, PASSED, FAILED
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--server", required=True)
+    ap.add_argument("--expect-direct", action="store_true",
+                    help="the server reads a cold file's random READs "
+                    "direct where it can (ours, without --nocache)")
     ap.add_argument("--server-args", default="")
     ap.add_argument("--openssh", default="/usr/lib/openssh/sftp-server")
     ap.add_argument("--target", action="append", default=[],

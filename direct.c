@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: ISC
+ * Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE. */
+/* Cold random READs read direct (direct.h says when and why): the decision,
+ * pure, and the system calls that ask the file system and open the file
+ * again. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "direct.h"
+#include "log.h"
+#include "testkernel.h"
+
+int direct_read_candidate(uint32_t offset_align, uint64_t off, uint64_t len,
+                          int continues_stream)
+{
+	/* A stream's READs are read ahead into the page cache (readahead.h):
+	 * reading them direct would read those bytes twice. */
+	if (offset_align == 0 || continues_stream)
+		return 0;
+	return len > 0 && off % offset_align == 0 && len % offset_align == 0;
+}
+
+unsigned direct_backoff(unsigned backoff, int uncached)
+{
+	if (uncached == 1)
+		return 0;
+	if (backoff == 0)
+		return 1;
+	return backoff >= DIRECT_BACKOFF_MAX / 2 ? DIRECT_BACKOFF_MAX
+	                                         : 2 * backoff;
+}
+
+int direct_ask(struct direct_state *d)
+{
+	if (d->unasked == 0)
+		return 1;
+	d->unasked--;
+	return 0;
+}
+
+void direct_answered(struct direct_state *d, int uncached)
+{
+	d->backoff = direct_backoff(d->backoff, uncached);
+	d->unasked = d->backoff;
+}
+
+uint64_t direct_piece_len(uint32_t mem_align, uint64_t header, uint64_t len)
+{
+	return header + len + (mem_align > 1 ? mem_align - 1 : 0);
+}
+
+uintptr_t direct_bytes_at(uintptr_t p, uint32_t mem_align, uint64_t header)
+{
+	uintptr_t at = p + (uintptr_t)header;
+
+	if (mem_align > 1 && at % mem_align != 0)
+		at += mem_align - at % mem_align;
+	return at;
+}
+
+/* The file's direct I/O alignment from statx(2): 0 where it has none.
+ * Built without Linux 6.1's headers (STATX_DIOALIGN): none anywhere. */
+static uint32_t ask_alignment(int fd, uint32_t *mem_align)
+{
+#ifdef STATX_DIOALIGN
+	struct statx stx;
+
+	if (testkernel_before(6, 1))
+		return 0;
+	memset(&stx, 0, sizeof(stx));
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == -1 ||
+	    !(stx.stx_mask & STATX_DIOALIGN))
+		return 0;
+	*mem_align = stx.stx_dio_mem_align;
+	/* Memory alignments above a page have not been seen; such a file
+	 * would waste READ memory, so it reads through the page cache. */
+	if (*mem_align == 0 || *mem_align > 4096)
+		return 0;
+	return stx.stx_dio_offset_align;
+#else
+	(void)fd;
+	(void)mem_align;
+	return 0;
+#endif
+}
+
+uint32_t direct_offset_align(struct direct_state *d, int fd)
+{
+	if (d->way == DIRECT_UNASKED) {
+		d->offset_align = ask_alignment(fd, &d->mem_align);
+		d->way = d->offset_align != 0 ? DIRECT_OPEN : DIRECT_REFUSED;
+		d->fd = -1;
+	}
+	return d->way == DIRECT_OPEN ? d->offset_align : 0;
+}
+
+int direct_read_begin(struct direct_state *d, int fd)
+{
+	char path[64];
+
+	if (d->way != DIRECT_OPEN)
+		return -1;
+	if (d->fd < 0) {
+		/* Through the descriptor, not the name: the name may now be
+		 * another file's.  The kernel checks read permission again,
+		 * as at open. */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		d->fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+		if (d->fd == -1) {
+			debug2("direct reads: reopening descriptor %d: %s", fd,
+			       strerror(errno));
+			d->way = DIRECT_REFUSED;
+			return -1;
+		}
+	}
+	d->busy++;
+	return d->fd;
+}
+
+void direct_read_done(struct direct_state *d, long result)
+{
+	if (result == -EINVAL || result == -EOPNOTSUPP)
+		d->way = DIRECT_REFUSED;
+	if (d->busy > 0 && --d->busy == 0)
+		direct_close(d);
+}
+
+void direct_close(struct direct_state *d)
+{
+	if (d->way != DIRECT_UNASKED && d->fd >= 0)
+		(void)close(d->fd);
+	d->fd = -1;
+	d->busy = 0;
+}
