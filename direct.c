@@ -16,12 +16,19 @@
 #include "log.h"
 #include "testkernel.h"
 
+/* Descriptors open for direct reads in this session: at most one. */
+static unsigned descriptors_held;
+
 int direct_read_candidate(uint32_t offset_align, uint64_t off, uint64_t len,
-                          int continues_stream)
+                          int continues_stream, uint64_t stream_at)
 {
+	uint64_t apart = off >= stream_at ? off - stream_at : stream_at - off;
+
 	/* A stream's READs are read ahead into the page cache (readahead.h):
 	 * reading them direct would read those bytes twice. */
 	if (offset_align == 0 || continues_stream)
+		return 0;
+	if (apart < DIRECT_NEAR)
 		return 0;
 	return len > 0 && off % offset_align == 0 && len % offset_align == 0;
 }
@@ -74,7 +81,10 @@ static uint32_t ask_alignment(int fd, uint32_t *mem_align)
 	if (testkernel_before(6, 1))
 		return 0;
 	memset(&stx, 0, sizeof(stx));
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == -1 ||
+	/* AT_STATX_DONT_SYNC: the loop waits for this call; a network
+	 * file system need not ask its server (none gives an alignment). */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_DIOALIGN,
+	          &stx) == -1 ||
 	    !(stx.stx_mask & STATX_DIOALIGN))
 		return 0;
 	*mem_align = stx.stx_dio_mem_align;
@@ -100,24 +110,29 @@ uint32_t direct_offset_align(struct direct_state *d, int fd)
 	return d->way == DIRECT_OPEN ? d->offset_align : 0;
 }
 
-int direct_read_begin(struct direct_state *d, int fd)
+int direct_read_begin(struct direct_state *d, int fd, int spare)
 {
 	char path[64];
 
 	if (d->way != DIRECT_OPEN)
 		return -1;
 	if (d->fd < 0) {
+		if (descriptors_held > 0 || !spare)
+			return -1;
 		/* Through the descriptor, not the name: the name may now be
-		 * another file's.  The kernel checks read permission again,
-		 * as at open. */
+		 * another file's.  O_RDONLY is checked against the file's
+		 * mode again, as at open; the caller reads only handles
+		 * opened for reading. */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		d->fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
 		if (d->fd == -1) {
 			debug2("direct reads: reopening descriptor %d: %s", fd,
 			       strerror(errno));
-			d->way = DIRECT_REFUSED;
+			if (errno != EMFILE && errno != ENFILE)
+				d->way = DIRECT_REFUSED;
 			return -1;
 		}
+		descriptors_held++;
 	}
 	d->busy++;
 	return d->fd;
@@ -133,8 +148,10 @@ void direct_read_done(struct direct_state *d, long result)
 
 void direct_close(struct direct_state *d)
 {
-	if (d->way != DIRECT_UNASKED && d->fd >= 0)
+	if (d->way != DIRECT_UNASKED && d->fd >= 0) {
 		(void)close(d->fd);
+		descriptors_held--;
+	}
 	d->fd = -1;
 	d->busy = 0;
 }

@@ -44,6 +44,11 @@ unsigned handle_count(void)
 	return num_used;
 }
 
+int handle_descriptors_to_spare(void)
+{
+	return num_used < max_handles / 2;
+}
+
 static struct handle *slot(unsigned idx)
 {
 	return &blocks[idx / BLOCK_SLOTS][idx % BLOCK_SLOTS];

@@ -516,17 +516,23 @@ static int take_read_mem(struct request *req)
 /* A READ that starts no stream (continues: 0) reads direct where its file
  * can and the page cache holds none of its range (direct.h). */
 static void choose_direct(struct request *req, struct handle *h, uint64_t pos,
-                          uint32_t len, int continues)
+                          uint32_t len, int continues, uint64_t stream_at)
 {
 	int fd, uncached;
 
-	if (!direct_read_candidate(direct_offset_align(&h->direct, h->fd), pos,
-	                           len, continues) ||
+	/* A handle opened for writing only is not read: its read fails
+	 * (EBADF), as OpenSSH's does, and the O_RDONLY descriptor opened
+	 * again must not lend it what its own lacks. */
+	if (continues || (h->flags & O_ACCMODE) == O_WRONLY ||
+	    !direct_read_candidate(direct_offset_align(&h->direct, h->fd), pos,
+	                           len, continues, stream_at) ||
 	    !direct_ask(&h->direct))
 		return;
 	uncached = readahead_uncached(h, pos, len);
 	direct_answered(&h->direct, uncached);
-	if (uncached != 1 || (fd = direct_read_begin(&h->direct, h->fd)) == -1)
+	if (uncached != 1 ||
+	    (fd = direct_read_begin(&h->direct, h->fd,
+	                            handle_descriptors_to_spare())) == -1)
 		return;
 	req->io.fd = fd;
 	req->read_direct_align = h->direct.mem_align;
@@ -565,7 +571,7 @@ static void setup_io(struct request *req, struct handle *h, int idx,
 int process_read(struct request *req)
 {
 	struct handle *h;
-	uint64_t off, pos;
+	uint64_t off, pos, stream_at;
 	uint32_t len;
 	int idx, err, cached_path, continues;
 
@@ -601,6 +607,7 @@ int process_read(struct request *req)
 	 * read_hint_waiting need not look at it again.  With --nocache
 	 * there are no hints (their pages would stay cached). */
 	cached_path = h->is_regular && h->nocache.mode == NOCACHE_OFF;
+	stream_at = h->next_read;
 	continues = cached_path && readahead_on_read(h, pos, len);
 	if (continues)
 		req->ahead_hinted = 1;
@@ -610,7 +617,7 @@ int process_read(struct request *req)
 	 * then, whatever happens to the file afterwards. */
 	setup_io(req, h, idx, IO_READ, pos, NULL, len);
 	if (cached_path)
-		choose_direct(req, h, pos, len, continues);
+		choose_direct(req, h, pos, len, continues, stream_at);
 	req->io_finish = read_finish;
 	req->io_prepare = take_read_mem;
 	req->io.at_submit = !h->is_regular;

@@ -272,6 +272,26 @@ static int offload(struct request *req)
 	return 0;
 }
 
+/* A direct read (direct.h) completed, or could not be submitted: whatever
+ * the request still reads goes through the page cache.  One that failed is
+ * read again so, once: the error a client sees is then the one OpenSSH's
+ * server would have had.  One cut short stopped at the end of the file,
+ * and what follows (nothing, or what a writer just appended) is not
+ * aligned.  1 when read again. */
+static int direct_read_ended(struct request *req, ssize_t n)
+{
+	struct handle *h;
+
+	if (req->read_direct_align == 0)
+		return 0;
+	req->read_direct_align = 0;
+	if ((h = handle_get(req->handle, HANDLE_FILE)) == NULL)
+		return 0;
+	direct_read_done(&h->direct, (long)n);
+	req->io.fd = h->fd;
+	return n < 0 && io_submit(&req->io) == 0;
+}
+
 /* Start next_start if the rules allow it: 1 started, 0 must wait.  While
  * it waits, merged writes are flushed: what it waits for may be in one. */
 static int start_one(struct request *req)
@@ -360,7 +380,7 @@ static int start_one(struct request *req)
 		req->io.result = rc;
 		if (req->io_step != NULL)
 			step_done(req);
-		else
+		else if (!direct_read_ended(req, rc))
 			queue_io_finished(req);
 	}
 	return 1;
@@ -460,25 +480,6 @@ static void step_done(struct request *req)
 	else
 		steps_head = req;
 	steps_tail = req;
-}
-
-/* A direct read (direct.h) completed: whatever the request still reads
- * goes through the page cache.  One that failed is read again so, once:
- * the error a client sees is then the one OpenSSH's server would have had.
- * One cut short stopped at the end of the file, and what follows (nothing,
- * or what a writer just appended) is not aligned.  1 when read again. */
-static int direct_read_ended(struct request *req, ssize_t n)
-{
-	struct handle *h;
-
-	if (req->read_direct_align == 0)
-		return 0;
-	req->read_direct_align = 0;
-	if ((h = handle_get(req->handle, HANDLE_FILE)) == NULL)
-		return 0;
-	direct_read_done(&h->direct, (long)n);
-	req->io.fd = h->fd;
-	return n < 0 && io_submit(&req->io) == 0;
 }
 
 static void request_io_done(struct io_op *op)

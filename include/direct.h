@@ -36,11 +36,16 @@ struct direct_state {
 };
 
 /* The decision, pure (tests/check_direct.c): may a READ of [off, off +
- * len) read direct, given the file's offset alignment (0: none) and whether
- * it continues the handle's sequential stream?  Then it does if the page
- * cache holds none of its range (readahead_uncached). */
+ * len) read direct, given the file's offset alignment (0: none), whether
+ * it continues the handle's sequential stream, and where that stream was
+ * to continue before it (stream_at)?  Then it does if the page cache
+ * holds none of its range (readahead_uncached).  A READ within
+ * DIRECT_NEAR of stream_at does not: a stream whose READs arrive a little
+ * out of order (several threads of sshfs or rclone) stays buffered, and
+ * keeps the kernel's read-ahead. */
+#define DIRECT_NEAR (512 * 1024)
 int direct_read_candidate(uint32_t offset_align, uint64_t off, uint64_t len,
-                          int continues_stream);
+                          int continues_stream, uint64_t stream_at);
 
 /* Asking the page cache costs a system call per READ (cachestat), a tenth
  * of a warm random READ's time.  After a READ whose range was cached the
@@ -70,15 +75,19 @@ uint32_t direct_offset_align(struct direct_state *d, int fd);
 /* A READ is to read direct: the descriptor to read with, the file opened
  * again by its descriptor (/proc/self/fd, so the same file whatever its
  * name now) for reading with O_DIRECT, kept while direct READs of the
- * handle are set up or in flight (direct_read_done); -1 when the open was
- * refused (and from then on). */
-int direct_read_begin(struct direct_state *d, int fd);
+ * handle are set up or in flight (direct_read_done); -1 when it reads
+ * through the page cache instead: the open was refused (and from then on),
+ * or not now.  A session holds one such descriptor at a time, and opens it
+ * only while spare (handle_descriptors_to_spare: fewer than half the
+ * handles the descriptor limit allows are open) or the limit stops it
+ * (EMFILE, ENFILE), so it takes the spare that limits@openssh.com keeps
+ * out of the handles it advertises, as OpenSSH reckons it, and no more. */
+int direct_read_begin(struct direct_state *d, int fd, int spare);
 /* A direct READ's read completed with result (bytes, or -errno).  EINVAL
  * or EOPNOTSUPP: the file system refuses direct reads after all, so no
  * more on this handle.  The last one in flight closes the descriptor: a
- * session holds one more descriptor only while it reads direct, as a
- * read-ahead hint holds one while it runs, so OPENs up to the handles
- * limits@openssh.com advertises still find theirs. */
+ * session holds it only while it reads direct, as a read-ahead hint holds
+ * its duplicate only while it runs. */
 void direct_read_done(struct direct_state *d, long result);
 /* The handle goes: its direct descriptor with it. */
 void direct_close(struct direct_state *d);

@@ -69,6 +69,10 @@ int handle_reserve(void);
 int handle_fill(int idx, enum handle_kind kind, const char *name, int fd,
                 DIR *dirp, int flags, const struct stat *st);
 void handle_unreserve(int idx);
+/* Are descriptors plentiful: fewer than half the handles the descriptor
+ * limit allows in use?  Then a handle may hold a second one for a while
+ * (direct.h). */
+int handle_descriptors_to_spare(void);
 /* The handle at idx if it is in use and of kind (HANDLE_UNUSED = any). */
 struct handle *handle_get(int idx, enum handle_kind kind);
 /* The handle's path for log lines, "(null)" when idx is not a handle. */

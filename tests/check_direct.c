@@ -19,18 +19,39 @@
 
 START_TEST(test_only_aligned_reads_that_start_no_stream)
 {
-	ck_assert_int_eq(direct_read_candidate(512, 32768, 32768, 0), 1);
-	ck_assert_int_eq(direct_read_candidate(512, 261120, 261120, 0), 1);
+	ck_assert_int_eq(direct_read_candidate(512, 32768, 32768, 0, 1U << 30),
+	                 1);
+	ck_assert_int_eq(
+	    direct_read_candidate(512, 261120, 261120, 0, 1U << 30), 1);
 	/* A stream's READs are read ahead through the page cache. */
-	ck_assert_int_eq(direct_read_candidate(512, 32768, 32768, 1), 0);
+	ck_assert_int_eq(direct_read_candidate(512, 32768, 32768, 1, 1U << 30),
+	                 0);
 	/* No alignment: the file cannot read direct. */
-	ck_assert_int_eq(direct_read_candidate(0, 32768, 32768, 0), 0);
+	ck_assert_int_eq(direct_read_candidate(0, 32768, 32768, 0, 1U << 30),
+	                 0);
 	/* 255 KiB at a 4 KiB-sector device: neither offset nor length. */
-	ck_assert_int_eq(direct_read_candidate(4096, 261120, 32768, 0), 0);
-	ck_assert_int_eq(direct_read_candidate(4096, 0, 261120, 0), 0);
-	ck_assert_int_eq(direct_read_candidate(4096, 8192, 4096, 0), 1);
-	ck_assert_int_eq(direct_read_candidate(512, 0, 0, 0), 0);
-	ck_assert_int_eq(direct_read_candidate(512, 100, 512, 0), 0);
+	ck_assert_int_eq(
+	    direct_read_candidate(4096, 261120, 32768, 0, 1U << 30), 0);
+	ck_assert_int_eq(direct_read_candidate(4096, 0, 261120, 0, 1U << 30),
+	                 0);
+	ck_assert_int_eq(direct_read_candidate(4096, 8192, 4096, 0, 1U << 30),
+	                 1);
+	ck_assert_int_eq(direct_read_candidate(512, 0, 0, 0, 1U << 30), 0);
+	ck_assert_int_eq(direct_read_candidate(512, 100, 512, 0, 1U << 30), 0);
+	/* Near where the stream was to go on, ahead or behind: a stream
+	 * whose READs came a little out of order stays buffered. */
+	ck_assert_int_eq(
+	    direct_read_candidate(512, 1048576, 32768, 0, 1048576 - 32768), 0);
+	ck_assert_int_eq(
+	    direct_read_candidate(512, 1048576 - 65536, 32768, 0, 1048576), 0);
+	ck_assert_int_eq(direct_read_candidate(512, 1048576 + DIRECT_NEAR,
+	                                       32768, 0, 1048576),
+	                 1);
+	ck_assert_int_eq(direct_read_candidate(512, 1048576 - DIRECT_NEAR - 512,
+	                                       32768, 0, 1048576),
+	                 1);
+	/* At the start of a file, below DIRECT_NEAR. */
+	ck_assert_int_eq(direct_read_candidate(512, 0, 32768, 0, 32768), 0);
 }
 END_TEST
 
@@ -59,7 +80,7 @@ END_TEST
 START_TEST(test_a_real_file)
 {
 	char path[] = "check_direct.XXXXXX";
-	struct direct_state d;
+	struct direct_state d, other;
 	uint8_t *want, *got;
 	uint32_t align;
 	int fd, dfd, i;
@@ -77,14 +98,14 @@ START_TEST(test_a_real_file)
 		/* tmpfs, FUSE and the like: never asked again, no descriptor.
 		 */
 		ck_assert_int_eq(d.way, DIRECT_REFUSED);
-		ck_assert_int_eq(direct_read_begin(&d, fd), -1);
+		ck_assert_int_eq(direct_read_begin(&d, fd, 1), -1);
 	} else {
 		ck_assert_int_eq(d.way, DIRECT_OPEN);
 		ck_assert_uint_ge(d.mem_align, 1);
-		ck_assert_int_ge(dfd = direct_read_begin(&d, fd), 0);
+		ck_assert_int_ge(dfd = direct_read_begin(&d, fd, 1), 0);
 		ck_assert_int_ne(dfd, fd);
 		/* A second READ while the first is in flight: the same. */
-		ck_assert_int_eq(direct_read_begin(&d, fd), dfd);
+		ck_assert_int_eq(direct_read_begin(&d, fd, 1), dfd);
 		ck_assert_int_ne(fcntl(dfd, F_GETFL) & O_DIRECT, 0);
 		ck_assert_int_eq(posix_memalign((void **)&got, 4096, 32768), 0);
 		ck_assert_int_eq(pread(dfd, got, 32768, 32768), 32768);
@@ -97,12 +118,25 @@ START_TEST(test_a_real_file)
 		direct_read_done(&d, 32768);
 		ck_assert_int_eq(fcntl(dfd, F_GETFD), -1);
 		ck_assert_int_eq(d.fd, -1);
+		/* One descriptor per session: another handle reads through
+		 * the page cache while this one holds it, and without spare
+		 * descriptors none is opened; neither is a refusal. */
+		ck_assert_int_ge(dfd = direct_read_begin(&d, fd, 1), 0);
+		memset(&other, 0, sizeof(other));
+		ck_assert_uint_ne(direct_offset_align(&other, fd), 0);
+		ck_assert_int_eq(direct_read_begin(&other, fd, 1), -1);
+		ck_assert_int_eq(other.way, DIRECT_OPEN);
+		direct_read_done(&d, 32768);
+		ck_assert_int_eq(direct_read_begin(&other, fd, 0), -1);
+		ck_assert_int_eq(other.way, DIRECT_OPEN);
+		ck_assert_int_ge(direct_read_begin(&other, fd, 1), 0);
+		direct_close(&other);
 		/* The next opens it again; a refusal ends direct reads. */
-		ck_assert_int_ge(dfd = direct_read_begin(&d, fd), 0);
+		ck_assert_int_ge(dfd = direct_read_begin(&d, fd, 1), 0);
 		direct_read_done(&d, -EINVAL);
 		ck_assert_int_eq(d.way, DIRECT_REFUSED);
 		ck_assert_int_eq(fcntl(dfd, F_GETFD), -1);
-		ck_assert_int_eq(direct_read_begin(&d, fd), -1);
+		ck_assert_int_eq(direct_read_begin(&d, fd, 1), -1);
 	}
 	direct_close(&d);
 	close(fd);

@@ -23,6 +23,11 @@ gives it) and misbehaves:
                   again once handles are closed
   handles-after-reads  the same after a pipelined download: the
                   advertised number of handles can still be opened
+  handles-during-random-reads  the same while shuffled READs of a cold
+                  file (read direct where the file system allows) wait
+                  unread on two handles
+  writeonly-not-read  READs on a handle opened for writing only get a
+                  STATUS, also on a cold file
   handles-many    3000 handles open at once with a large enough limit
   idle-memory     the READ memory a download used is given back after a
                   second of idleness, but for 64 KiB
@@ -588,6 +593,96 @@ def check_handles_after_reads():
                 "limits@openssh.com advertises %d handles, only %d could "
                 "be opened after a pipelined download"
                 % (advertised, len(handles)))
+        require_exit(c, 0)
+
+
+def cold_file(path, size, seed):
+    """A file of size bytes whose pages are not in the page cache."""
+    with open(path, "wb") as f:
+        f.write(pattern(size, seed))
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def scattered(n):
+    """0 .. n-1 (n a power of two) in an order where no index follows the
+    one before it and none is 0 at first: READs in this order never look
+    sequential to the server, so none starts a read-ahead window that would
+    cache the file (a READ at offset 0 or right after the last one does)."""
+    return [(i * 37 + 5) % n for i in range(n)]
+
+
+def holds_o_direct(pid):
+    """Does process pid hold a descriptor open with O_DIRECT?"""
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                for line in f:
+                    if line.startswith("flags:") and \
+                            int(line.split()[1], 8) & os.O_DIRECT:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def check_handles_during_random_reads():
+    """limits@openssh.com's max-open-handles must hold while random READs
+    of a cold file run (read with O_DIRECT where the file system allows,
+    through a second descriptor of the file: doc/design.md, "Cold random
+    READs"): two handles with shuffled READs outstanding, unread, then
+    OPENs up to the limit."""
+    d = fresh_dir("handles-random")
+    cold_file(os.path.join(d, "f"), 64 * FLOOD_CHUNK, 6)
+    order = scattered(64)
+    with start(d, preexec_fn=nofile(40)) as c:
+        c.init()
+        advertised = sc.parse_limits(c.limits().data)["max_handles"]
+        first = [c.check_handle(c.open("f", FXF_READ)) for _ in range(2)]
+        c.begin_batch()
+        ids = [c.read(h, i * FLOOD_CHUNK, FLOOD_CHUNK, wait=False)
+               for h in first for i in order]
+        c.end_batch()
+        # The OPENs go behind the READs; the replies wait unread.
+        time.sleep(0.3)
+        direct = holds_o_direct(c.proc.pid)
+        c.begin_batch()
+        more = [c.open("f", FXF_READ, wait=False)
+                for _ in range(advertised - len(first))]
+        c.end_batch()
+        for rid in ids:
+            rep = c.expect(rid)
+            require(rep.type == FXP_DATA and len(rep.data) == FLOOD_CHUNK,
+                    "READ: %r" % rep)
+        opened = 0
+        for rid in more:
+            rep = c.expect(rid)
+            require(rep.type == FXP_HANDLE, "OPEN %d of the %d that "
+                    "limits@openssh.com advertises: %r"
+                    % (len(first) + opened + 1, advertised, rep))
+            opened += 1
+        log("%d handles open, %d advertised; O_DIRECT descriptor held "
+            "during the OPENs: %s" % (len(first) + opened, advertised,
+                                      direct))
+        require_exit(c, 0)
+
+
+def check_writeonly_handle_not_read():
+    """A handle opened for writing only is not read, also where READs of
+    a cold file's random ranges read direct: every READ gets a STATUS, as
+    from OpenSSH's server (its read(2) fails with EBADF)."""
+    d = fresh_dir("writeonly-read")
+    cold_file(os.path.join(d, "f"), 64 * FLOOD_CHUNK, 7)
+    with start(d) as c:
+        c.init()
+        h = c.check_handle(c.open("f", FXF_WRITE))
+        for off in (2, 5, 0, 9):
+            rep = c.read(h, off * FLOOD_CHUNK, FLOOD_CHUNK)
+            require(rep.type == FXP_STATUS and not rep.is_status(0),
+                    "READ at %d on a write-only handle: %r"
+                    % (off * FLOOD_CHUNK, rep))
+        require(c.close_handle(h).is_status(0), "CLOSE")
         require_exit(c, 0)
 
 
@@ -1511,6 +1606,8 @@ CHECKS = [
     ("before-init", check_before_init),
     ("handles-limit", check_handles_limited),
     ("handles-after-reads", check_handles_after_reads),
+    ("handles-during-random-reads", check_handles_during_random_reads),
+    ("writeonly-not-read", check_writeonly_handle_not_read),
     ("handles-many", check_handles_many),
     ("idle-memory", check_idle_memory_released),
     ("read-flood", check_read_flood),
