@@ -110,22 +110,47 @@ uint32_t direct_offset_align(struct direct_state *d, int fd)
 	return d->way == DIRECT_OPEN ? d->offset_align : 0;
 }
 
+/* The file of fd opened again for direct reads: the descriptor, or -1 with
+ * errno.  Through /proc/self/fd, not the name, which may now be another
+ * file's; O_RDONLY is checked against the file's mode again, as at open
+ * (the caller reads only handles opened for reading).  In a chroot /proc
+ * may be the user's own directory, whose entry could name another file,
+ * a FIFO or a device: the open does not wait (O_NONBLOCK, cleared once it
+ * is known to be fd's own regular file), and a file that is not fd's is
+ * refused (EXDEV). */
+static int reopen_direct(int fd)
+{
+	struct stat mine, again;
+	char path[64];
+	int dfd, err;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	dfd =
+	    open(path, O_RDONLY | O_DIRECT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (dfd == -1)
+		return -1;
+	if (fstat(fd, &mine) == -1 || fstat(dfd, &again) == -1)
+		err = errno;
+	else if (!S_ISREG(again.st_mode) || again.st_dev != mine.st_dev ||
+	         again.st_ino != mine.st_ino)
+		err = EXDEV;
+	else if (fcntl(dfd, F_SETFL, O_DIRECT) == -1)
+		err = errno;
+	else
+		return dfd;
+	(void)close(dfd);
+	errno = err;
+	return -1;
+}
+
 int direct_read_begin(struct direct_state *d, int fd, int spare)
 {
-	char path[64];
-
 	if (d->way != DIRECT_OPEN)
 		return -1;
 	if (d->fd < 0) {
 		if (descriptors_held > 0 || !spare)
 			return -1;
-		/* Through the descriptor, not the name: the name may now be
-		 * another file's.  O_RDONLY is checked against the file's
-		 * mode again, as at open; the caller reads only handles
-		 * opened for reading. */
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		d->fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
-		if (d->fd == -1) {
+		if ((d->fd = reopen_direct(fd)) == -1) {
 			debug2("direct reads: reopening descriptor %d: %s", fd,
 			       strerror(errno));
 			if (errno != EMFILE && errno != ENFILE)
