@@ -28,6 +28,9 @@ gives it) and misbehaves:
                   unread on two handles
   writeonly-not-read  READs on a handle opened for writing only get a
                   STATUS, also on a cold file
+  reopen-planted-proc  with a /proc whose self/fd entries name another
+                  file (as a chroot's may), a cold file's random READs
+                  still return its own bytes
   handles-many    3000 handles open at once with a large enough limit
   idle-memory     the READ memory a download used is given back after a
                   second of idleness, but for 64 KiB
@@ -665,6 +668,49 @@ def check_handles_during_random_reads():
         log("%d handles open, %d advertised; O_DIRECT descriptor held "
             "during the OPENs: %s" % (len(first) + opened, advertised,
                                       direct))
+        require_exit(c, 0)
+
+
+def check_reopen_in_planted_proc():
+    """Direct reads open the file again through /proc/self/fd; in a chroot
+    /proc may be a directory of the user's, whose entries name other
+    files.  With such a /proc (a bind mount in a mount namespace of its
+    own, over the server's /proc/PID/fd) a cold file's random READs still
+    return that file's bytes."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        print("NOTE: reopen-planted-proc: needs root and unshare; not run")
+        return
+    d = fresh_dir("planted-proc")
+    size = 64 * FLOOD_CHUNK
+    cold_file(os.path.join(d, "f"), size, 8)
+    other = os.path.join(d, "other")
+    with open(other, "wb") as f:
+        f.write(pattern(size, 9))
+    fake_fd = os.path.join(d, "fake-fd")
+    os.makedirs(fake_fd)
+    for n in range(3, 64):
+        os.symlink(other, os.path.join(fake_fd, str(n)))
+    want = pattern(size, 8)
+    # Only the server's own /proc/PID/fd is covered: the rest of /proc
+    # stays (a sanitizer reads /proc/self/maps).
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" /proc/$$/fd && exec "$@"',
+            fake_fd] + server_argv()
+    with sc.Client(argv, cwd=d, timeout=20) as c:
+        c.init()
+        h = c.check_handle(c.open("f", FXF_READ))
+        c.begin_batch()
+        ids = [(c.read(h, i * FLOOD_CHUNK, FLOOD_CHUNK, wait=False), i)
+               for i in scattered(64)]
+        c.end_batch()
+        for rid, i in ids:
+            rep = c.expect(rid)
+            off = i * FLOOD_CHUNK
+            require(rep.type == FXP_DATA and
+                    rep.data == want[off:off + FLOOD_CHUNK],
+                    "READ at %d: %s" % (off, "another file's bytes"
+                                        if rep.type == FXP_DATA else rep))
+        require(c.close_handle(h).is_status(0), "CLOSE")
         require_exit(c, 0)
 
 
@@ -1608,6 +1654,7 @@ CHECKS = [
     ("handles-after-reads", check_handles_after_reads),
     ("handles-during-random-reads", check_handles_during_random_reads),
     ("writeonly-not-read", check_writeonly_handle_not_read),
+    ("reopen-planted-proc", check_reopen_in_planted_proc),
     ("handles-many", check_handles_many),
     ("idle-memory", check_idle_memory_released),
     ("read-flood", check_read_flood),
