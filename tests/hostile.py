@@ -104,6 +104,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import procinfo  # noqa: E402
 import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_CREAT, FXF_READ, FXF_TRUNC, FXF_WRITE, FXP_ATTRS, FXP_CLOSE,
@@ -616,20 +617,6 @@ def scattered(n):
     return [(i * 37 + 5) % n for i in range(n)]
 
 
-def holds_o_direct(pid):
-    """Does process pid hold a descriptor open with O_DIRECT?"""
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                for line in f:
-                    if line.startswith("flags:") and \
-                            int(line.split()[1], 8) & os.O_DIRECT:
-                        return True
-        except OSError:
-            pass
-    return False
-
-
 def check_handles_during_random_reads():
     """limits@openssh.com's max-open-handles must hold while random READs
     of a cold file run (read with O_DIRECT where the file system allows,
@@ -649,7 +636,7 @@ def check_handles_during_random_reads():
         c.end_batch()
         # The OPENs go behind the READs; the replies wait unread.
         time.sleep(0.3)
-        direct = holds_o_direct(c.proc.pid)
+        direct = bool(procinfo.o_direct_files(c.proc.pid))
         c.begin_batch()
         more = [c.open("f", FXF_READ, wait=False)
                 for _ in range(advertised - len(first))]

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: ISC
 # Copyright (c) 2026 The uring-sftp-server developers.  See LICENSE.
 """What the tests and benchmarks that watch servers read about a process
-(tests/memsessions.py, tests/uploads.py, bench/sessions.py): its
-/proc/PID/status figures, the pipes it holds, the processes below it; and
+(tests/memsessions.py, tests/uploads.py, bench/sessions.py, tests/hostile.py,
+tests/readsafety.py): its /proc/PID/status figures, the pipes it holds, the
+files it holds open with O_DIRECT, the processes below it; and
 sizes written as 64M, as their options and environment give them.
 Standard library only.
 """
@@ -31,6 +32,22 @@ def status(pid, keys):
     except OSError:
         pass
     return out
+
+
+def o_direct_files(pid):
+    """The files (st_dev, st_ino) pid holds descriptors of open with
+    O_DIRECT (/proc/PID/fdinfo's flags)."""
+    found = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            st = os.stat("/proc/%d/fd/%s" % (pid, fd))
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                flags = [line for line in f if line.startswith("flags:")]
+        except OSError:
+            continue
+        if flags and int(flags[0].split()[1], 8) & os.O_DIRECT:
+            found.add((st.st_dev, st.st_ino))
+    return found
 
 
 def pipes_held(pid):

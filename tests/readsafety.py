@@ -88,6 +88,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import procinfo  # noqa: E402
 import sftpclient as sc  # noqa: E402
 from sftpclient import (  # noqa: E402
     FXF_READ, FXF_WRITE, FXP_DATA, FXP_HANDLE, FXP_READ, FXP_STATUS, FX_EOF,
@@ -657,23 +658,9 @@ def drop_cached(path):
 
 def holds_direct(c, path):
     """Does the server behind c hold a descriptor of path open with
-    O_DIRECT (/proc/PID/fdinfo)?"""
-    pid = c.proc.pid
-    want = os.stat(path)
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            st = os.stat("/proc/%d/fd/%s" % (pid, fd))
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                info = f.read()
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) != (want.st_dev, want.st_ino):
-            continue
-        for line in info.splitlines():
-            if line.startswith("flags:") and \
-                    int(line.split()[1], 8) & os.O_DIRECT:
-                return True
-    return False
+    O_DIRECT?"""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino) in procinfo.o_direct_files(c.proc.pid)
 
 
 def stalled_run(kind, target, owner, rsize, action, limit, cold=False):
