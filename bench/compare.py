@@ -379,6 +379,8 @@ class Scenario:
         self.option = option          # ours with an option OpenSSH lacks
         self.limit = None             # (value, how): limit_of()
         self.limit_buf = None         # (value, how): buffered_limit_of()
+        self.replayed = None          # ours' replies recorded there: the
+                                      # replay's rate is the limit
 
 
 # Every download runs on the servers' user's own file and again on one
@@ -794,10 +796,81 @@ def cold_fio(sc, cold):
     return None
 
 
+# Through sshd, the limit is what sshd and the client reach with a server
+# that costs nothing: ours' replies to the scenario's client, recorded once
+# before the rounds (sshd "record": ours with its stdout copied by tee),
+# then, in every round beside the servers, sent back by cat while the
+# requests are read and dropped (sshd "replay").  The client asks the same
+# requests in the same order every time (OpenSSH's sftp sends its next
+# READs only as replies come in, its ids in order), so the recorded
+# replies answer them, and the file it writes is checked as after every
+# run.  The limit is the replay's median over the rounds.
+REPLIES = "replies"
+
+
+def script(w, name, text):
+    """A shell script in w (sshd runs a Subsystem line through the user's
+    shell, which quoting in it would not survive)."""
+    path = os.path.join(w, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + text + "\n")
+    os.chmod(path, 0o755)
+    return [path]
+
+
+def record_cmd(w, ours):
+    return script(w, "record.sh", '%s | tee %s' % (
+        shlex.join(ours), shlex.quote(os.path.join(w, REPLIES))))
+
+
+def replay_cmd(w):
+    # Ends when the client ends its input, as a server does: a replay
+    # that ended once its replies were out would close the channel under
+    # a client still sending its last requests.
+    return script(w, "replay.sh", 'cat %s &\ncat >/dev/null\nwait' %
+                  shlex.quote(os.path.join(w, REPLIES)))
+
+
+def record_replies(sc, w):
+    """Records ours' replies to sc's client into sc.replayed, a file of
+    its own; the rounds run the replay beside the servers
+    (run_scenario)."""
+    try:
+        if sc.before:
+            sc.before()
+        sc.run("record", None, [])
+        sc.replayed = os.path.join(w, "%s-%s" % (REPLIES, sc.name))
+        os.replace(os.path.join(w, REPLIES), sc.replayed)
+    except (RunError, OSError, ValueError, KeyError) as e:
+        log("  limit of %s: recording the replies failed: %s" % (sc.name, e))
+
+
+def replay_these(replies):
+    """The replay sends these replies from now on."""
+    path = os.path.join(os.path.dirname(replies), REPLIES)
+    if os.path.lexists(path):
+        os.unlink(path)
+    os.symlink(replies, path)
+
+
+REPLAY = "replay"
+
+
+def replay_how(cpu):
+    """The limit's label: the replay's own CPU is that of cat copying the
+    replies out of a file into the pipe, the two copies every server
+    makes at the least."""
+    return ("sshd, a server that costs nothing: ours' replies replayed by "
+            "cat, %.2f %s, in the same rounds" % (cpu, "s/GiB"))
+
+
 def limit_of(sc, w, cold):
     """(value, how) for sc's row, or None where no plain copy compares."""
     src = os.path.join(w, "src")
     io = cold_fio(sc, cold)
+    if sc.name.startswith("sshd-get") and "replay" in SSHDS:
+        record_replies(sc, w)
+        return None
     try:
         if io:
             return fio_limit(src, io[0], io[1], Cfg.depth), \
@@ -847,6 +920,9 @@ def cpu_of(sc, r):
 def run_scenario(sc, srv, pin, results):
     """Runs sc R rounds over all servers; fills results[server] lists."""
     tag = " pinned" if pin else ""
+    if sc.replayed and not pin:
+        replay_these(sc.replayed)
+        srv = srv + [(REPLAY, "replay", None)]
     for s in srv:
         results[s[0]] = {"rate": [], "cpu": [], "error": None,
                          "skip": sc.skip.get(s[0])}
@@ -871,6 +947,9 @@ def run_scenario(sc, srv, pin, results):
             log("  %-18s%s round %d %-12s %10.1f %s  cpu %.3f %s" % (
                 sc.name, tag, rnd + 1, label, res["rate"][-1], sc.metric,
                 res["cpu"][-1], sc.cpu_unit))
+    replay = results.pop(REPLAY, None)
+    if replay and replay["rate"]:
+        sc.limit = (med(replay["rate"]), replay_how(med(replay["cpu"])))
 
 
 def med(v):
@@ -921,7 +1000,9 @@ def table(rows, srv, title):
                  "per file or entry; CPU ratio: lower is better. limit: the "
                  "same work without SFTP, measured once (fio O_DIRECT at the "
                  "scenario's depth and block size for cold reads, a pipe "
-                 "copy `cat FILE | cat` of the warm file for warm ones); "
+                 "copy `cat FILE | cat` of the warm file for warm ones; "
+                 "through sshd, a server that costs nothing: ours' replies "
+                 "recorded, then replayed by cat in the same rounds); "
                  "ours/limit: how much of it ours reached. buffered limit: "
                  "fio through the page cache, cold, the same depth and "
                  "block size (what any server that reads through the page "
@@ -999,8 +1080,10 @@ def readme_table(unpinned, pinned):
     lines.append("")
     lines.append("Each cell: ours/OpenSSH of the medians, then (lowest-"
                  "highest) of the per-round ratios; limit: fio O_DIRECT at "
-                 "the same depth and block size (cold reads) or a pipe copy "
-                 "(warm), and the fraction of it ours reached unpinned; "
+                 "the same depth and block size (cold reads), a pipe copy "
+                 "(warm) or, through sshd, a server that costs nothing "
+                 "(ours' replies replayed by cat), and the fraction of it "
+                 "ours reached unpinned; "
                  "buffered limit: fio through the page cache, cold (the "
                  "page cache's limit), and ours' fraction of it.")
     return lines
@@ -1249,6 +1332,9 @@ def bench(w):
         shutil.copy(key + ".pub", os.path.join(w, "authorized_keys"))
         for k, label, cmd in srv:
             SSHDS[k] = Sshd(w, key, k, cmd)
+        ours = [cmd for k, _, cmd in srv if k == "ours"][0]
+        SSHDS["record"] = Sshd(w, key, "record", record_cmd(w, ours))
+        SSHDS["replay"] = Sshd(w, key, "replay", replay_cmd(w))
 
     for sc in scs:
         sc.limit = limit_of(sc, w, cold)
