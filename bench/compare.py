@@ -379,8 +379,10 @@ class Scenario:
         self.option = option          # ours with an option OpenSSH lacks
         self.limit = None             # (value, how): limit_of()
         self.limit_buf = None         # (value, how): buffered_limit_of()
-        self.replayed = None          # ours' replies recorded there: the
-                                      # replay's rate is the limit
+        self.replayed = None          # a session of ours recorded (its
+                                      # files end in this path's name):
+                                      # the replay's rate is the limit
+        self.replays = None           # the replay's results, per round
 
 
 # Every download runs on the servers' user's own file and again on one
@@ -797,15 +799,19 @@ def cold_fio(sc, cold):
 
 
 # Through sshd, the limit is what sshd and the client reach with a server
-# that costs nothing: ours' replies to the scenario's client, recorded once
-# before the rounds (sshd "record": ours with its stdout copied by tee),
-# then, in every round beside the servers, sent back by cat while the
-# requests are read and dropped (sshd "replay").  The client asks the same
-# requests in the same order every time (OpenSSH's sftp sends its next
-# READs only as replies come in, its ids in order), so the recorded
-# replies answer them, and the file it writes is checked as after every
-# run.  The limit is the replay's median over the rounds.
-REPLIES = "replies"
+# that does nothing but hand sshd the replies: one session of ours with the
+# scenario's client is recorded before the rounds (sshd "record": ours
+# with its stdin and stdout copied by tee), then, in every round beside
+# the servers, `sftp-load replay` sends the recorded replies without
+# copying them (splice) while it checks that the requests are the
+# recorded ones (sshd "replay").  The client asks the same requests in the
+# same order every time (OpenSSH's sftp sends its next READs only as
+# replies come in, its ids in order), so the recorded replies answer them;
+# a request that differed would fail the run, and the file the client
+# writes is checked as after every run.  The limit is the replay's median
+# over the rounds.
+REPLAY = "replay"
+RECORDED = ("replies", "requests")
 
 
 def script(w, name, text):
@@ -819,56 +825,55 @@ def script(w, name, text):
 
 
 def record_cmd(w, ours):
-    return script(w, "record.sh", '%s | tee %s' % (
-        shlex.join(ours), shlex.quote(os.path.join(w, REPLIES))))
+    replies, requests = (shlex.quote(os.path.join(w, n)) for n in RECORDED)
+    return script(w, "record.sh", "tee %s | %s | tee %s" % (
+        requests, shlex.join(ours), replies))
 
 
 def replay_cmd(w):
-    # Ends when the client ends its input, as a server does: a replay
-    # that ended once its replies were out would close the channel under
-    # a client still sending its last requests.
-    return script(w, "replay.sh", 'cat %s &\ncat >/dev/null\nwait' %
-                  shlex.quote(os.path.join(w, REPLIES)))
+    return [Cfg.load, "replay"] + [os.path.join(w, n) for n in RECORDED]
 
 
 def record_replies(sc, w):
-    """Records ours' replies to sc's client into sc.replayed, a file of
-    its own; the rounds run the replay beside the servers
-    (run_scenario)."""
+    """Records a session of ours with sc's client into files of sc's own
+    (sc.replayed: their suffix); the rounds run the replay beside the
+    servers (run_scenario)."""
     try:
         if sc.before:
             sc.before()
         sc.run("record", None, [])
-        sc.replayed = os.path.join(w, "%s-%s" % (REPLIES, sc.name))
-        os.replace(os.path.join(w, REPLIES), sc.replayed)
-    except (RunError, OSError, ValueError, KeyError) as e:
-        log("  limit of %s: recording the replies failed: %s" % (sc.name, e))
+        for n in RECORDED:
+            os.replace(os.path.join(w, n), os.path.join(w, n + "-" + sc.name))
+        sc.replayed = os.path.join(w, sc.name)
+    except (RunError, subprocess.TimeoutExpired, OSError, ValueError,
+            KeyError) as e:
+        log("  limit of %s: recording a session failed: %s" % (sc.name, e))
 
 
-def replay_these(replies):
-    """The replay sends these replies from now on."""
-    path = os.path.join(os.path.dirname(replies), REPLIES)
-    if os.path.lexists(path):
-        os.unlink(path)
-    os.symlink(replies, path)
-
-
-REPLAY = "replay"
+def replay_these(recorded):
+    """The replay answers with this recording from now on (its replies
+    read once, so that no round finds them cold)."""
+    w, name = os.path.split(recorded)
+    for n in RECORDED:
+        path = os.path.join(w, n)
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(path + "-" + name, path)
+    prewarm(os.path.join(w, RECORDED[0]))
 
 
 def replay_how(cpu):
-    """The limit's label: the replay's own CPU is that of cat copying the
-    replies out of a file into the pipe, the two copies every server
-    makes at the least."""
-    return ("sshd, a server that costs nothing: ours' replies replayed by "
-            "cat, %.2f %s, in the same rounds" % (cpu, "s/GiB"))
+    """The limit's label, with the replay's own CPU per GiB: what feeding
+    sshd's reads from a pipe costs with no copy of the bytes."""
+    return ("sshd, with a server that only hands it recorded replies "
+            "(no copy, %.2f s/GiB), in the same rounds" % cpu)
 
 
 def limit_of(sc, w, cold):
     """(value, how) for sc's row, or None where no plain copy compares."""
     src = os.path.join(w, "src")
     io = cold_fio(sc, cold)
-    if sc.name.startswith("sshd-get") and "replay" in SSHDS:
+    if sc.name.startswith("sshd-get") and REPLAY in SSHDS:
         record_replies(sc, w)
         return None
     try:
@@ -922,7 +927,7 @@ def run_scenario(sc, srv, pin, results):
     tag = " pinned" if pin else ""
     if sc.replayed and not pin:
         replay_these(sc.replayed)
-        srv = srv + [(REPLAY, "replay", None)]
+        srv = srv + [(REPLAY, REPLAY, None)]
     for s in srv:
         results[s[0]] = {"rate": [], "cpu": [], "error": None,
                          "skip": sc.skip.get(s[0])}
@@ -949,6 +954,7 @@ def run_scenario(sc, srv, pin, results):
                 res["cpu"][-1], sc.cpu_unit))
     replay = results.pop(REPLAY, None)
     if replay and replay["rate"]:
+        sc.replays = replay
         sc.limit = (med(replay["rate"]), replay_how(med(replay["cpu"])))
 
 
@@ -997,12 +1003,13 @@ def table(rows, srv, title):
     lines.append("ratio: ours/OpenSSH of the medians (higher is better); "
                  "rounds: the lowest and highest per-round ratio. CPU: the "
                  "server's own user+system time from its rusage, per GiB or "
-                 "per file or entry; CPU ratio: lower is better. limit: the "
-                 "same work without SFTP, measured once (fio O_DIRECT at the "
-                 "scenario's depth and block size for cold reads, a pipe "
-                 "copy `cat FILE | cat` of the warm file for warm ones; "
-                 "through sshd, a server that costs nothing: ours' replies "
-                 "recorded, then replayed by cat in the same rounds); "
+                 "per file or entry; CPU ratio: lower is better. limit: "
+                 "the same work without SFTP, measured once before the "
+                 "rounds (fio O_DIRECT at the scenario's depth and block "
+                 "size for cold reads, a pipe copy `cat FILE | cat` of the "
+                 "warm file for warm ones), or for a get through sshd the "
+                 "median of a server that only hands sshd a recorded "
+                 "session's replies, run in the same rounds; "
                  "ours/limit: how much of it ours reached. buffered limit: "
                  "fio through the page cache, cold, the same depth and "
                  "block size (what any server that reads through the page "
@@ -1081,8 +1088,8 @@ def readme_table(unpinned, pinned):
     lines.append("Each cell: ours/OpenSSH of the medians, then (lowest-"
                  "highest) of the per-round ratios; limit: fio O_DIRECT at "
                  "the same depth and block size (cold reads), a pipe copy "
-                 "(warm) or, through sshd, a server that costs nothing "
-                 "(ours' replies replayed by cat), and the fraction of it "
+                 "(warm) or, for a get through sshd, a server that only "
+                 "hands sshd recorded replies, and the fraction of it "
                  "ours reached unpinned; "
                  "buffered limit: fio through the page cache, cold (the "
                  "page cache's limit), and ours' fraction of it.")
@@ -1334,7 +1341,7 @@ def bench(w):
             SSHDS[k] = Sshd(w, key, k, cmd)
         ours = [cmd for k, _, cmd in srv if k == "ours"][0]
         SSHDS["record"] = Sshd(w, key, "record", record_cmd(w, ours))
-        SSHDS["replay"] = Sshd(w, key, "replay", replay_cmd(w))
+        SSHDS[REPLAY] = Sshd(w, key, REPLAY, replay_cmd(w))
 
     for sc in scs:
         sc.limit = limit_of(sc, w, cold)
@@ -1394,6 +1401,7 @@ def bench(w):
            "servers": {k: cmd for k, _, cmd in srv}, "cold": cold,
            "limits": {sc.name: sc.limit for sc in scs},
            "buffered_limits": {sc.name: sc.limit_buf for sc in scs},
+           "replays": {sc.name: sc.replays for sc in scs if sc.replays},
            "rounds": Cfg.rounds}
     with open(os.path.join(Cfg.out, "results.json"), "w") as f:
         json.dump(raw, f, indent=1)
