@@ -803,8 +803,8 @@ def cold_fio(sc, cold):
 # scenario's client is recorded before the rounds (sshd "record": ours
 # with its stdin and stdout copied by tee), then, in every round beside
 # the servers, `sftp-load replay` sends the recorded replies without
-# copying them (splice) while it checks that the requests are the
-# recorded ones (sshd "replay").  The client asks the same requests in the
+# copying them (splice) and checks that the requests were the recorded
+# ones (sshd "replay").  The client asks the same requests in the
 # same order every time (OpenSSH's sftp sends its next READs only as
 # replies come in, its ids in order), so the recorded replies answer them;
 # a request that differed would fail the run, and the file the client

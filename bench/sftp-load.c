@@ -1332,87 +1332,75 @@ static int mkdir_entries(void)
 	return 0;
 }
 
-/* Reads what waits on stdin and checks it against the recorded requests;
- * 1 at the end of stdin. */
-static int replay_requests(int requests)
+/* Reads the requests to the end of stdin and checks them against the
+ * recorded ones. */
+static void replay_requests(int requests)
 {
 	static uint8_t got[1 << 16], want[1 << 16];
 	ssize_t n, m, k;
 
-	n = read(0, got, sizeof(got));
-	if (n == 0) {
-		if (read(requests, want, 1) != 0)
-			die("replay: the client sent fewer requests than "
-			    "recorded");
-		return 1;
+	for (;;) {
+		n = read(0, got, sizeof(got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die("replay: read: %s", strerror(errno));
+		if (n == 0)
+			break;
+		for (m = 0; m < n; m += k) {
+			k = read(requests, want + m, (size_t)(n - m));
+			if (k <= 0)
+				die("replay: the requests differ from the "
+				    "recorded ones (more)");
+		}
+		if (memcmp(got, want, (size_t)n) != 0)
+			die("replay: the requests differ from the recorded "
+			    "ones");
 	}
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
-			return 0;
-		die("replay: read: %s", strerror(errno));
-	}
-	for (m = 0; m < n; m += k) {
-		k = read(requests, want + m, (size_t)(n - m));
-		if (k <= 0)
-			die("replay: the client sent more than was recorded");
-	}
-	if (memcmp(got, want, (size_t)n) != 0)
-		die("replay: a request differs from the recorded one");
-	return 0;
+	if (read(requests, want, 1) != 0)
+		die("replay: the requests differ from the recorded ones "
+		    "(fewer)");
 }
 
-/* Moves replies to stdout from *off on without copying them: page
- * references into a pipe (splice), or sendfile to anything else. */
-static void replay_replies(int replies, off_t *off, off_t size)
+/* Sends all the replies without copying them: page references into a
+ * pipe (splice), or sendfile to anything else.  Blocking, as OpenSSH's
+ * server writes: woken inside the call when sshd has read. */
+static void replay_replies(int replies, off_t size)
 {
-	static int no_splice;
-	ssize_t n = -1;
+	off_t off = 0;
+	int no_splice = 0;
+	ssize_t n;
 
-	if (!no_splice) {
-		n = splice(replies, off, 1, NULL, (size_t)(size - *off),
-		           SPLICE_F_NONBLOCK);
-		if (n < 0 && errno == EINVAL)
-			no_splice = 1;
+	while (off < size) {
+		n = -1;
+		if (!no_splice) {
+			n = splice(replies, &off, 1, NULL, (size_t)(size - off),
+			           0);
+			if (n < 0 && errno == EINVAL)
+				no_splice = 1;
+		}
+		if (no_splice)
+			n = sendfile(1, replies, &off, (size_t)(size - off));
+		if (n < 0 && errno != EINTR)
+			die("replay: write: %s", strerror(errno));
 	}
-	if (no_splice)
-		n = sendfile(1, replies, off, (size_t)(size - *off));
-	if (n < 0 && errno != EAGAIN && errno != EINTR)
-		die("replay: write: %s", strerror(errno));
 }
 
+/* The replies do not wait for the requests (the client's requests are
+ * small, and sshd holds what we have not read yet), so they are sent
+ * first, and the requests checked after. */
 static int replay(const char *replies_path, const char *requests_path)
 {
 	int replies = open(replies_path, O_RDONLY | O_CLOEXEC);
 	int requests = open(requests_path, O_RDONLY | O_CLOEXEC);
-	struct pollfd pfd[2];
 	struct stat st;
-	int in_done = 0, rc;
-	off_t off = 0;
 
 	if (replies < 0 || requests < 0 || fstat(replies, &st) != 0)
 		die("replay: %s, %s: %s", replies_path, requests_path,
 		    strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
-	/* Our own ends of sshd's pipes: waiting on neither while the other
-	 * has work. */
-	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
-	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
-	while (!in_done || off < st.st_size) {
-		pfd[0] = (struct pollfd){in_done ? -1 : 0, POLLIN, 0};
-		pfd[1] = (struct pollfd){off < st.st_size ? 1 : -1, POLLOUT, 0};
-		rc = poll(pfd, 2, g.timeout_ms);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc <= 0)
-			die("replay: no progress for %d s",
-			    g.timeout_ms / 1000);
-		if (pfd[0].revents)
-			in_done = replay_requests(requests);
-		if (pfd[1].revents & (POLLERR | POLLHUP | POLLNVAL))
-			die("replay: stdout closed with replies unsent");
-		if (pfd[1].revents & POLLOUT)
-			replay_replies(replies, &off, st.st_size);
-	}
+	replay_replies(replies, st.st_size);
+	replay_requests(requests);
 	return 0;
 }
 
