@@ -952,10 +952,14 @@ def run_scenario(sc, srv, pin, results):
             log("  %-18s%s round %d %-12s %10.1f %s  cpu %.3f %s" % (
                 sc.name, tag, rnd + 1, label, res["rate"][-1], sc.metric,
                 res["cpu"][-1], sc.cpu_unit))
+    # The replay is the row's limit, not a server of the table; a round
+    # it failed (a request not the recorded one, say) fails the bench
+    # (bench()), and a limit is given only over all the rounds.
     replay = results.pop(REPLAY, None)
-    if replay and replay["rate"]:
+    if replay:
         sc.replays = replay
-        sc.limit = (med(replay["rate"]), replay_how(med(replay["cpu"])))
+        if len(replay["rate"]) == Cfg.rounds:
+            sc.limit = (med(replay["rate"]), replay_how(med(replay["cpu"])))
 
 
 def med(v):
@@ -1406,7 +1410,8 @@ def bench(w):
     with open(os.path.join(Cfg.out, "results.json"), "w") as f:
         json.dump(raw, f, indent=1)
     failed = any(v["error"] for _, res in unpinned + pinned
-                 for v in res.values())
+                 for v in res.values()) or any(
+                     sc.replays["error"] for sc in scs if sc.replays)
     return 1 if failed else 0
 
 

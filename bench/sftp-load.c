@@ -1349,7 +1349,10 @@ static void replay_requests(int requests)
 			break;
 		for (m = 0; m < n; m += k) {
 			k = read(requests, want + m, (size_t)(n - m));
-			if (k <= 0)
+			if (k < 0)
+				die("replay: the recorded requests: %s",
+				    strerror(errno));
+			if (k == 0)
 				die("replay: the requests differ from the "
 				    "recorded ones (more)");
 		}
@@ -1367,7 +1370,8 @@ static void replay_requests(int requests)
  * server writes: woken inside the call when sshd has read. */
 static void replay_replies(int replies, off_t size)
 {
-	off_t off = 0;
+	loff_t off = 0;
+	off_t at;
 	int no_splice = 0;
 	ssize_t n;
 
@@ -1379,29 +1383,51 @@ static void replay_replies(int replies, off_t size)
 			if (n < 0 && errno == EINVAL)
 				no_splice = 1;
 		}
-		if (no_splice)
-			n = sendfile(1, replies, &off, (size_t)(size - off));
+		if (no_splice) {
+			at = (off_t)off;
+			n = sendfile(1, replies, &at, (size_t)(size - off));
+			off = at;
+		}
+		if (n == 0)
+			die("replay: the replies ended early");
 		if (n < 0 && errno != EINTR)
 			die("replay: write: %s", strerror(errno));
 	}
 }
 
-/* The replies do not wait for the requests (the client's requests are
- * small, and sshd holds what we have not read yet), so they are sent
- * first, and the requests checked after. */
+/* The replies do not wait for the requests: they go out from here while
+ * a child reads the requests as they come and checks them (unread, they
+ * would fill sshd's window on a long download).  Either failing fails
+ * the replay; a client that stalls fails it after the timeout (-t). */
 static int replay(const char *replies_path, const char *requests_path)
 {
 	int replies = open(replies_path, O_RDONLY | O_CLOEXEC);
 	int requests = open(requests_path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
+	int status;
+	pid_t pid;
 
 	if (replies < 0 || requests < 0 || fstat(replies, &st) != 0)
 		die("replay: %s, %s: %s", replies_path, requests_path,
 		    strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
+	pid = fork();
+	if (pid < 0)
+		die("replay: fork: %s", strerror(errno));
+	alarm((unsigned)(g.timeout_ms / 1000)); /* each its own */
+	if (pid == 0) {
+		close(1); /* stdout ends when the replies are out */
+		replay_requests(requests);
+		_exit(0);
+	}
+	close(0);
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
 	replay_replies(replies, st.st_size);
-	replay_requests(requests);
-	return 0;
+	close(1);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die("replay: waitpid: %s", strerror(errno));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 static int wrap(char **argv)

@@ -22,7 +22,10 @@ make_workdir replay
 
 src=$WORK/src
 mkrandom "$src" $((3 * 1024 * 1024 + 4321))
-cp "$src" "$WORK/other"
+# Another file, its name as long as src's: a replay that compared only
+# lengths would take it.
+other=$WORK/srd
+cp "$src" "$other"
 replies=$WORK/replies
 requests=$WORK/requests
 server_args=${SERVER_ARGS:-}
@@ -64,7 +67,7 @@ check "the replay ends well" test "$(replay_status)" = 0
 # make bench's run fail is the replay's status (bench/compare.py
 # read_rusage).
 rm -f "$WORK/got" "$WORK/rusage"
-get "$WORK/other" "$WORK/got" "$replay_cmd" || true
+get "$other" "$WORK/got" "$replay_cmd" || true
 status=$(replay_status)
 check "a client asking for another file fails the replay" \
 	test -n "$status" -a "$status" != none -a "$status" != 0
@@ -77,4 +80,6 @@ sftp -q -b "$WORK/batch" -D "$replay_cmd" >"$WORK/client.log" 2>&1 || true
 status=$(replay_status)
 check "a client asking something else fails the replay" \
 	test -n "$status" -a "$status" != none -a "$status" != 0
+check "the replay says its requests differ" \
+	grep -q "the requests differ from the recorded" "$WORK/client.log"
 finish
