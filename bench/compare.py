@@ -379,9 +379,9 @@ class Scenario:
         self.option = option          # ours with an option OpenSSH lacks
         self.limit = None             # (value, how): limit_of()
         self.limit_buf = None         # (value, how): buffered_limit_of()
-        self.replayed = None          # a session of ours recorded (its
-                                      # files end in this path's name):
-                                      # the replay's rate is the limit
+        self.replayed = None          # a session of ours recorded: its
+                                      # files, in RECORDED's order; the
+                                      # replay's rate is the limit
         self.replays = None           # the replay's results, per round
 
 
@@ -836,30 +836,30 @@ def replay_cmd(w):
 
 def record_replies(sc, w):
     """Records a session of ours with sc's client into files of sc's own
-    (sc.replayed: their suffix); the rounds run the replay beside the
-    servers (run_scenario)."""
+    (sc.replayed); the rounds run the replay beside the servers
+    (run_scenario)."""
     try:
         if sc.before:
             sc.before()
         sc.run("record", None, [])
-        for n in RECORDED:
-            os.replace(os.path.join(w, n), os.path.join(w, n + "-" + sc.name))
-        sc.replayed = os.path.join(w, sc.name)
+        files = [os.path.join(w, "%s-%s" % (n, sc.name)) for n in RECORDED]
+        for n, f in zip(RECORDED, files):
+            os.replace(os.path.join(w, n), f)
+        sc.replayed = files
     except (RunError, subprocess.TimeoutExpired, OSError, ValueError,
             KeyError) as e:
         log("  limit of %s: recording a session failed: %s" % (sc.name, e))
 
 
-def replay_these(recorded):
+def replay_these(files):
     """The replay answers with this recording from now on (its replies
     read once, so that no round finds them cold)."""
-    w, name = os.path.split(recorded)
-    for n in RECORDED:
-        path = os.path.join(w, n)
+    for n, f in zip(RECORDED, files):
+        path = os.path.join(os.path.dirname(f), n)
         if os.path.lexists(path):
             os.unlink(path)
-        os.symlink(path + "-" + name, path)
-    prewarm(os.path.join(w, RECORDED[0]))
+        os.symlink(f, path)
+    prewarm(files[0])
 
 
 def replay_how(cpu):
@@ -871,11 +871,11 @@ def replay_how(cpu):
 
 def limit_of(sc, w, cold):
     """(value, how) for sc's row, or None where no plain copy compares."""
-    src = os.path.join(w, "src")
-    io = cold_fio(sc, cold)
     if sc.name.startswith("sshd-get") and REPLAY in SSHDS:
         record_replies(sc, w)
         return None
+    src = os.path.join(w, "src")
+    io = cold_fio(sc, cold)
     try:
         if io:
             return fio_limit(src, io[0], io[1], Cfg.depth), \

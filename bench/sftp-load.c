@@ -37,12 +37,13 @@
  *                 switches and page faults), exit with its status (for
  *                 servers started by sftp -D or sshd, and tests/budget.sh)
  *   replay REPLIES REQUESTS
- *                 a server that costs nothing, for make bench's limit
- *                 through sshd: reads its requests, which must be the
- *                 bytes of REQUESTS, and sends the bytes of REPLIES (both
- *                 recorded from a real server's session with the same
- *                 client) without copying them (splice into a pipe,
- *                 sendfile elsewhere); ends once both are done
+ *                 a server that does nothing but hand over replies, for
+ *                 make bench's limit through sshd: sends the bytes of
+ *                 REPLIES without copying them (splice into a pipe,
+ *                 sendfile elsewhere) while a child checks that its
+ *                 requests are the bytes of REQUESTS (both recorded from
+ *                 a real server's session with the same client); fails on
+ *                 any difference, ends once both are done
  */
 #define _GNU_SOURCE
 #include <dirent.h>

@@ -33,8 +33,9 @@ The file holds a pattern with no zero byte, different at every offset.
             reads them with O_DIRECT (checked: on ext4 and xfs, for a file
             the user owns, the server holds an O_DIRECT descriptor of the
             file while its replies wait); actions truncate, open-trunc and
-            punch-hole on ext4 and xfs, truncate elsewhere.  (The order: no READ follows the one before it,
-            and the first is not at 0, so none looks sequential.)
+            punch-hole on ext4 and xfs, truncate elsewhere.  (The order: no
+            READ follows the one before it, and the first is not at 0, so
+            none looks sequential.)
   steady    the client reads at about 8 MB/s, 32 KiB READs, 64 of them
             outstanding; after 0.35 s another process truncates the file
             to a size inside the outstanding READs' range, timed; the
